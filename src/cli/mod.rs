@@ -1,0 +1,94 @@
+//! Command-line definitions (clap) and dispatch. One file per command; each turns its
+//! arguments into a typed configuration and calls the library.
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::error::{Result, EXIT_OK};
+
+pub mod doctor;
+pub mod lab;
+pub mod probe;
+pub mod profile;
+pub mod spin;
+pub mod sweep;
+
+/// Long help shown under `spinscope --help`.
+const ABOUT: &str = "Turn InnoDB spin-wait settings into time on your CPU, and measure the rest.";
+const LONG_ABOUT: &str = "\
+spinscope measures how long one CPU spin hint (x86 PAUSE, aarch64 ISB) takes on this machine,
+translates MySQL / Percona / MariaDB spin settings (innodb_spin_wait_delay,
+innodb_sync_spin_loops, innodb_spin_wait_pause_multiplier) into wall-clock time, and recommends
+settings that spin for the time the defaults were designed for.
+
+Exit codes: 0 ok; 1 doctor findings at or above --fail-on; 2 bad input; 3 runtime failure.";
+
+#[derive(Debug, Parser)]
+#[command(name = "spinscope", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure this CPU: spin-hint latency, TSC rate, topology, cache line, kernel.
+    Probe(probe::ProbeArgs),
+    /// Translate spin settings into time on a CPU and recommend settings.
+    Spin(spin::SpinArgs),
+    /// Diagnose a live MySQL/MariaDB server (or a saved snapshot): findings with numbers and fixes.
+    Doctor(doctor::DoctorArgs),
+    /// Contention laboratory: InnoDB-style and other latches with emulated slow PAUSE.
+    Lab(lab::LabArgs),
+    /// Sample a server with perf, fold stacks, name spin/latch frames, draw a flame graph.
+    Profile(profile::ProfileArgs),
+    /// Drive load at rising concurrency: the knee, the USL fit, and A/B of settings with a verdict.
+    Sweep(sweep::SweepArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        /// The shell to generate completions for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (spinscope.1 and one per command) into a directory.
+    Man {
+        /// Directory to write the pages into (created if missing).
+        #[arg(long, default_value = "man")]
+        out_dir: std::path::PathBuf,
+    },
+}
+
+/// Run a parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Probe(a) => probe::run(a),
+        Command::Spin(a) => spin::run(a),
+        Command::Doctor(a) => doctor::run(a),
+        Command::Lab(a) => lab::run(a),
+        Command::Profile(a) => profile::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "spinscope", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+        Command::Man { out_dir } => {
+            write_man_pages(&out_dir)?;
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn write_man_pages(dir: &std::path::Path) -> Result<()> {
+    use crate::Error;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::bad_input(format!(
+            "--out-dir {}: cannot create it ({e}); choose a writable directory",
+            dir.display()
+        ))
+    })?;
+    let cmd = Cli::command();
+    clap_mangen::generate_to(cmd, dir)
+        .map_err(|e| Error::runtime(format!("writing man pages into {}: {e}", dir.display())))?;
+    eprintln!("spinscope: man pages written to {}", dir.display());
+    Ok(())
+}

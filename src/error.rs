@@ -1,0 +1,43 @@
+//! The library's error type and the exit codes of DESIGN.md.
+//!
+//! Every error says what was wrong and what to do, on one line. Bad input (a flag, a file, a
+//! value out of range) exits 2; runtime failures (a server unreachable, perf missing, a
+//! syscall refused) exit 3. Exit 1 is reserved for `doctor --fail-on`.
+
+use std::fmt;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: doctor findings at or above `--fail-on`.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit code: bad input (usage, file, value out of range).
+pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code: runtime failure (server unreachable, access denied, perf missing).
+pub const EXIT_RUNTIME: i32 = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The user gave something we cannot use; the message names the input and the fix.
+    #[error("{0}")]
+    BadInput(String),
+    /// The environment failed us; the message says what failed and what to try.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl Error {
+    pub fn bad_input(msg: impl fmt::Display) -> Self {
+        Error::BadInput(msg.to_string())
+    }
+    pub fn runtime(msg: impl fmt::Display) -> Self {
+        Error::Runtime(msg.to_string())
+    }
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::BadInput(_) => EXIT_BAD_INPUT,
+            Error::Runtime(_) => EXIT_RUNTIME,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,19 @@
+//! spinscope: turn InnoDB spin-wait settings into time on a CPU, and measure the rest of the
+//! loop (probe, spin, lab, ...). See docs/ARCHITECTURE.md for the module map.
+//!
+//! Data flows one way: measuring modules (`cpu`, `lab`) touch clocks and threads; model and
+//! analysis modules (`spin`, `analysis`) are pure; `report` renders.
+
+pub mod analysis;
+pub mod cli;
+pub mod cpu;
+pub mod doctor;
+pub mod error;
+pub mod lab;
+pub mod load;
+pub mod profile;
+pub mod report;
+pub mod server;
+pub mod spin;
+
+pub use error::{Error, Result};

@@ -1,0 +1,85 @@
+//! Renderers shared by every command: JSON documents and terminal tables.
+
+pub mod spin;
+
+pub mod chart;
+pub mod sweep;
+pub mod sweep_html;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// Print a JSON document to stdout (pretty, newline-terminated).
+pub fn print_json<T: Serialize>(doc: &T) -> Result<()> {
+    let s = to_json(doc)?;
+    println!("{s}");
+    Ok(())
+}
+
+/// Serialize a document as pretty JSON.
+pub fn to_json<T: Serialize>(doc: &T) -> Result<String> {
+    serde_json::to_string_pretty(doc).map_err(|e| Error::runtime(format!("serializing JSON: {e}")))
+}
+
+/// Write a JSON document to a file, saying which file failed and why.
+pub fn save_json<T: Serialize>(doc: &T, path: &std::path::Path) -> Result<()> {
+    let s = to_json(doc)?;
+    std::fs::write(path, s + "\n").map_err(|e| {
+        Error::bad_input(format!(
+            "--save {}: cannot write ({e}); choose a writable path",
+            path.display()
+        ))
+    })
+}
+
+/// A plain, borderless table for terminals and pipes alike.
+pub fn table(header: &[&str]) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header(header.iter().map(comfy_table::Cell::new));
+    t
+}
+
+/// Format a float with a sensible number of significant digits for humans.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 10.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Format a count: whole numbers without decimals, others as fmt_num.
+pub fn fmt_count(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        fmt_num(x)
+    }
+}
+
+/// Format a duration given in nanoseconds with a unit a human reads at once.
+pub fn fmt_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        "-".into()
+    } else if ns >= 1e9 {
+        format!("{} s", fmt_num(ns / 1e9))
+    } else if ns >= 1e6 {
+        format!("{} ms", fmt_num(ns / 1e6))
+    } else if ns >= 1e3 {
+        format!("{} us", fmt_num(ns / 1e3))
+    } else {
+        format!("{} ns", fmt_num(ns))
+    }
+}
