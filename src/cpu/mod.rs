@@ -1,0 +1,1 @@
+//! CPU probe: spin-hint timing, TSC calibration, topology.
