@@ -1,0 +1,91 @@
+//! Pure statistics of the contention lab: fairness, relative change between two settings, and
+//! the verdict of a `--compare-pause-scale` row. No clocks, no threads.
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::Summary;
+
+/// Jain's fairness index over per-thread counts: (sum x)^2 / (n * sum x^2), in (0, 1];
+/// 1 = perfectly even, 1/n = one thread did everything. Empty or all-zero input gives 1.
+pub fn jain_index(counts: &[f64]) -> f64 {
+    let n = counts.len() as f64;
+    let sum: f64 = counts.iter().sum();
+    let sq: f64 = counts.iter().map(|x| x * x).sum();
+    if counts.is_empty() || sq == 0.0 {
+        1.0
+    } else {
+        sum * sum / (n * sq)
+    }
+}
+
+/// Relative change from `base` to `new` in percent; NaN when `base` is 0 or not finite.
+pub fn change_pct(base: f64, new: f64) -> f64 {
+    if base == 0.0 || !base.is_finite() || !new.is_finite() {
+        f64::NAN
+    } else {
+        (new - base) / base * 100.0
+    }
+}
+
+/// How a metric moved between two settings, judged against the spread of the repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Movement {
+    /// Within `tolerance_pct` of itself.
+    Stable,
+    /// Beyond the tolerance and the repeat ranges [min, max] do not overlap.
+    Changed,
+    /// Beyond the tolerance but the repeat ranges overlap: noise cannot be ruled out.
+    Unclear,
+}
+
+/// Judge a change between two repeat summaries: stable if the medians are within
+/// `tolerance_pct`; changed if beyond it and the ranges of the repeats do not overlap.
+pub fn judge(base: &Summary, new: &Summary, tolerance_pct: f64) -> Movement {
+    let c = change_pct(base.median, new.median);
+    if c.is_nan() || c.abs() <= tolerance_pct {
+        Movement::Stable
+    } else if new.min > base.max || new.max < base.min {
+        Movement::Changed
+    } else {
+        Movement::Unclear
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::stats::summarize;
+
+    #[test]
+    fn jain_bounds() {
+        assert!((jain_index(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain_index(&[10.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert_eq!(jain_index(&[]), 1.0);
+        assert_eq!(jain_index(&[0.0, 0.0]), 1.0);
+        let j = jain_index(&[1.0, 2.0, 3.0]);
+        assert!((j - 36.0 / 42.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn change_and_judgement() {
+        assert!((change_pct(100.0, 50.0) + 50.0).abs() < 1e-12);
+        assert!(change_pct(0.0, 1.0).is_nan());
+        let a = summarize(&[100.0, 102.0, 98.0]).unwrap();
+        let b = summarize(&[105.0, 103.0, 104.0]).unwrap();
+        let c = summarize(&[50.0, 52.0, 49.0]).unwrap();
+        let d = summarize(&[60.0, 99.0, 70.0]).unwrap();
+        assert_eq!(judge(&a, &b, 10.0), Movement::Stable);
+        assert_eq!(judge(&a, &c, 10.0), Movement::Changed);
+        assert_eq!(judge(&a, &d, 10.0), Movement::Unclear);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn jain_is_between_1_over_n_and_1(v in proptest::collection::vec(0.0f64..1e6, 1..64)) {
+            let j = jain_index(&v);
+            let n = v.len() as f64;
+            proptest::prop_assert!(j <= 1.0 + 1e-9 && j >= 1.0 / n - 1e-9);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! CLI tests of `spinscope lab`: bad input exits 2 with one line, short runs produce the
+//! documented JSON, the compare table and charts.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn lab() -> Command {
+    let mut c = Command::cargo_bin("spinscope").unwrap();
+    c.arg("lab");
+    c
+}
+
+fn bad(args: &[&str], needle: &str) {
+    let out = lab().args(args).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(needle),
+        "stderr for {args:?} lacks {needle:?}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+}
+
+#[test]
+fn zero_and_absurd_threads_are_bad_input() {
+    bad(
+        &["--threads", "0"],
+        "--threads 0 is out of range: use 1..=1024",
+    );
+    bad(&["--threads", "100000"], "1..=1024");
+    bad(&["--threads", "two"], "'two' is not a thread count");
+}
+
+#[test]
+fn unknown_latch_lists_the_known_ones() {
+    bad(&["--latch", "spinny"], "known latches: innodb57, mysql80, mariadb106, time-budget, futex, std, parking-lot, ticket, mcs, sharded");
+}
+
+#[test]
+fn pause_scale_zero_and_bad_compare_are_bad_input() {
+    bad(&["--pause-scale", "0"], "--pause-scale 0 is out of range");
+    bad(
+        &["--compare-pause-scale", "1,0"],
+        "--pause-scale 0 is out of range",
+    );
+    bad(&["--compare-pause-scale", "14"], "exactly two scales");
+}
+
+#[test]
+fn durations_too_short_or_long_are_bad_input() {
+    bad(&["--duration-ms", "1"], "too short to measure");
+    bad(
+        &["--duration-ms", "99999999"],
+        "--duration-ms 99999999 is out of range",
+    );
+    bad(&["--padding", "32"], "use 0, 64 or 128");
+    bad(&["--repeats", "0"], "--repeats 0 is out of range");
+}
+
+#[test]
+fn json_document_has_schema_points_and_no_lost_updates() {
+    let out = lab()
+        .args([
+            "--latch",
+            "innodb57,time-budget,mcs",
+            "--threads",
+            "1,3",
+            "--duration-ms",
+            "40",
+            "--repeats",
+            "2",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "spinscope.lab/1");
+    let doc: spinscope::cli::lab::LabDoc = serde_json::from_value(v).unwrap();
+    assert_eq!(doc.points.len(), 6);
+    for p in &doc.points {
+        assert_eq!(p.runs.len(), 2);
+        assert_eq!(p.lost_updates, 0, "{}", p.latch);
+        assert!(p.ops_per_s.unwrap().median > 0.0);
+    }
+    assert!(doc.machine.timer_cost_ns >= 0.0 && doc.machine.hint_ns > 0.0);
+    assert!(doc.compare.is_empty());
+}
+
+#[test]
+fn compare_prints_the_story_and_charts_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    lab()
+        .args([
+            "--latch",
+            "mysql80,time-budget",
+            "--threads",
+            "4",
+            "--duration-ms",
+            "40",
+            "--repeats",
+            "1",
+        ])
+        .args(["--compare-pause-scale", "1,14", "--svg-dir"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "When the spin hint gets 14x slower",
+        ))
+        .stdout(predicate::str::contains("time-budget"));
+    for f in [
+        "lab_throughput_k1.svg",
+        "lab_p99_k14.svg",
+        "lab_cpu_per_op_k14.svg",
+    ] {
+        let s = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(s.starts_with("<svg") && s.contains("mysql80"), "{f}");
+    }
+}
+
+#[test]
+fn ctrl_c_prints_what_was_measured() {
+    let bin = assert_cmd::cargo::cargo_bin("spinscope");
+    let child = std::process::Command::new(bin)
+        .args([
+            "lab",
+            "--latch",
+            "std",
+            "--threads",
+            "1",
+            "--duration-ms",
+            "100",
+            "--repeats",
+            "100",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: sending SIGINT to our own child process by its pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("std") && stdout.contains("interrupted"),
+        "{stdout}"
+    );
+}
