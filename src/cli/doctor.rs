@@ -1,0 +1,147 @@
+//! `spinscope doctor`: diagnose a live server or a captured snapshot.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use clap::{ArgAction, Args};
+
+use crate::doctor::{build_doc, Facts, Severity};
+use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_OK};
+use crate::server::collect::{collect, CollectOpts};
+use crate::server::conn::{resolve, ConnArgs};
+use crate::server::snapshot::Snapshot;
+
+const AFTER: &str = "\
+Examples:
+  spinscope doctor -S /run/mysqld/mysqld.sock -u root
+  spinscope doctor --url mysql://monitor@db1:3306 -p --window 30 --json
+  spinscope doctor -h 127.0.0.1 -P 3306 -u root --enable-instruments --save-snapshot db1.json
+  spinscope doctor --snapshot db1.json --fail-on warning
+
+Needs read privileges plus PROCESS (INNODB STATUS); --enable-instruments also needs UPDATE on
+performance_schema and restores the previous state at the end, on error and on Ctrl-C.";
+
+/// Diagnose a live MySQL/MariaDB server (or a snapshot): findings with numbers and fixes.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true, after_help = AFTER)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Observation window for the burst sampler and the deltas, in seconds (0: none).
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub window: f64,
+    /// Burst sampler rate (Threads_running etc.), samples per second.
+    #[arg(long, default_value_t = 100.0, value_name = "HZ")]
+    pub hz: f64,
+    /// Turn the performance_schema wait/synch instruments on for the window, then restore them.
+    #[arg(long)]
+    pub enable_instruments: bool,
+    /// Host facts (a snapshot or host-facts JSON from the server's host) when it is not
+    /// local, or for a --snapshot taken without them.
+    #[arg(long, value_name = "FILE")]
+    pub host_facts: Option<PathBuf>,
+    /// Save the raw evidence (no password) to this JSON file, or to
+    /// DIR/doctor-snapshot.json when given a directory.
+    #[arg(long, visible_alias = "capture", value_name = "FILE|DIR")]
+    pub save_snapshot: Option<PathBuf>,
+    /// Diagnose a saved snapshot (FILE, or DIR/doctor-snapshot.json) offline instead of a
+    /// live server.
+    #[arg(long, visible_alias = "from", value_name = "FILE|DIR", conflicts_with_all = ["save_snapshot", "enable_instruments"])]
+    pub snapshot: Option<PathBuf>,
+    /// Print the spinscope.doctor/1 JSON document.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the report as Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Exit 1 when a finding is at or above this severity.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<Severity>,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// A directory stands for the snapshot file inside it.
+fn snapshot_path(p: &std::path::Path) -> PathBuf {
+    if p.is_dir() {
+        p.join("doctor-snapshot.json")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+fn check(a: &DoctorArgs) -> Result<()> {
+    if !(a.window.is_finite() && (0.0..=3600.0).contains(&a.window)) {
+        return Err(Error::bad_input(format!(
+            "--window {}: give 0..=3600 seconds",
+            a.window
+        )));
+    }
+    if !(a.hz.is_finite() && a.hz > 0.0 && a.hz <= 1000.0) {
+        return Err(Error::bad_input(format!(
+            "--hz {}: give a rate in (0, 1000]",
+            a.hz
+        )));
+    }
+    Ok(())
+}
+
+pub fn run(a: DoctorArgs) -> Result<i32> {
+    check(&a)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (snap, source) = match &a.snapshot {
+        Some(p) => {
+            let mut snap = Snapshot::load(&snapshot_path(p))?;
+            if let Some(h) = &a.host_facts {
+                snap.host = Some(crate::server::host::load(h)?);
+            }
+            (snap, p.display().to_string())
+        }
+        None => {
+            let target = resolve(&a.conn)?;
+            let host_facts = match &a.host_facts {
+                Some(p) => Some(crate::server::host::load(p)?),
+                None => None,
+            };
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                // Ctrl-C ends the window early; collection then restores instruments and reports.
+                signal_hook::flag::register(sig, Arc::clone(&stop))
+                    .map_err(|e| Error::runtime(format!("installing the signal handler: {e}")))?;
+            }
+            let o = CollectOpts {
+                window_s: a.window,
+                hz: a.hz,
+                enable_instruments: a.enable_instruments,
+                host_facts,
+            };
+            (collect(&target, &o, &stop)?, "live".to_string())
+        }
+    };
+    if let Some(p) = &a.save_snapshot {
+        let p = &snapshot_path(p);
+        snap.save(p)?;
+        eprintln!("spinscope: snapshot saved to {}", p.display());
+    }
+    let lost = snap.lost_connection;
+    let doc = build_doc(&source, &Facts::from_snapshot(snap));
+    if a.json {
+        crate::report::print_json(&doc)?;
+    } else {
+        print!("{}", crate::doctor::render::text(&doc, a.markdown));
+    }
+    if lost && a.snapshot.is_none() {
+        return Err(Error::runtime(
+            "the server went away during the window; the findings above are partial",
+        ));
+    }
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("spinscope: interrupted; partial results above");
+        return Ok(130);
+    }
+    Ok(match (a.fail_on, doc.max_severity) {
+        (Some(f), Some(m)) if m >= f => EXIT_FINDINGS,
+        _ => EXIT_OK,
+    })
+}

@@ -1,0 +1,158 @@
+//! The collected evidence in the shape the rules read: parsed version, typed variables,
+//! INNODB STATUS parse, performance_schema deltas, burst statistics, host deltas. Built from a
+//! [`Snapshot`] (live or replayed), so every rule is testable without a server.
+
+use serde::{Deserialize, Serialize};
+
+use super::burst::{stats, BurstStats};
+use crate::server::parse::innodb::{self, InnodbStatus, SemaphoreLayout};
+use crate::server::parse::vars::Vars;
+use crate::server::snapshot::Snapshot;
+use crate::spin::model::{Arch, CpuModel};
+use crate::spin::version::{parse_version, Flavor, ServerVersion};
+
+/// One performance_schema event over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitDelta {
+    pub event: String,
+    pub count: u64,
+    pub wait_ms: f64,
+}
+
+pub struct Facts {
+    pub snap: Snapshot,
+    pub version: Option<ServerVersion>,
+    pub vars: Vars,
+    pub status_before: Vars,
+    pub status_after: Vars,
+    pub innodb: Option<InnodbStatus>,
+    /// Window deltas, largest wait time first.
+    pub pfs_waits: Vec<WaitDelta>,
+    pub burst: Option<BurstStats>,
+    /// Cores of the server's host, when known.
+    pub cores: Option<f64>,
+    /// The host CPU as the spin model sees it, when known.
+    pub cpu: Option<CpuModel>,
+}
+
+fn deltas(s: &Snapshot) -> Vec<WaitDelta> {
+    let Some(p) = &s.pfs else { return Vec::new() };
+    let mut out: Vec<WaitDelta> = p
+        .after
+        .iter()
+        .filter_map(|a| {
+            let b = p.before.iter().find(|b| b.event == a.event);
+            let (bc, bw) = b.map(|b| (b.count, b.wait_ps)).unwrap_or((0, 0));
+            let count = a.count.saturating_sub(bc);
+            (count > 0).then(|| WaitDelta {
+                event: a.event.clone(),
+                count,
+                wait_ms: a.wait_ps.saturating_sub(bw) as f64 / 1e9,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.wait_ms.total_cmp(&a.wait_ms));
+    out
+}
+
+fn host_cpu(s: &Snapshot) -> Option<CpuModel> {
+    let h = s.host.as_ref()?;
+    let arch = match h.arch.as_str() {
+        "aarch64" => Arch::Aarch64,
+        "x86_64" => Arch::X86_64,
+        _ => return None,
+    };
+    let ident = crate::spin::cpus::CpuIdent {
+        vendor: h.cpu_vendor.clone().unwrap_or_default(),
+        family: h.cpu_family.unwrap_or(0),
+        model: h.cpu_model.unwrap_or(0),
+        stepping: h.cpu_stepping.unwrap_or(0),
+        arm_implementer: h.arm_implementer.unwrap_or(0),
+        arm_part: h.arm_part.unwrap_or(0),
+    };
+    let reference = crate::spin::cpus::identify(&ident);
+    match (h.ns_per_hint, reference) {
+        (Some(ns), r) => Some(CpuModel {
+            label: format!("measured on {}", h.source),
+            arch,
+            ns_per_hint: ns,
+            tsc_ticks_per_hint: h.tsc_ticks_per_hint,
+            ghz: r.map(|r| r.typical_ghz),
+            approximate: false,
+        }),
+        (None, Some(r)) => Some(CpuModel::from_reference(r)),
+        (None, None) => None,
+    }
+}
+
+impl Facts {
+    pub fn from_snapshot(snap: Snapshot) -> Facts {
+        let version = parse_version(&snap.version, None).ok().map(|mut v| {
+            // A "Percona Server" comment is the reliable tell for Percona builds.
+            if v.flavor == Flavor::Mysql
+                && snap
+                    .version_comment
+                    .as_deref()
+                    .is_some_and(|c| c.contains("Percona"))
+            {
+                v.flavor = Flavor::Percona;
+            }
+            v
+        });
+        let vars = Vars::from_pairs(snap.variables.clone());
+        let status_before = Vars::from_pairs(snap.status_before.clone());
+        let status_after = Vars::from_pairs(snap.status_after.clone());
+        let innodb = snap.innodb_status.as_deref().map(innodb::parse);
+        let cores = snap
+            .host
+            .as_ref()
+            .and_then(|h| h.online_cpus)
+            .map(f64::from);
+        let burst = snap
+            .burst
+            .as_ref()
+            .and_then(|b| stats(b, cores.unwrap_or(1.0)));
+        Facts {
+            pfs_waits: deltas(&snap),
+            cpu: host_cpu(&snap),
+            version,
+            vars,
+            status_before,
+            status_after,
+            innodb,
+            burst,
+            cores,
+            snap,
+        }
+    }
+
+    pub fn is_mariadb_106_plus(&self) -> bool {
+        self.version
+            .as_ref()
+            .is_some_and(|v| v.flavor == Flavor::Mariadb && v.at_least(10, 6, 0))
+    }
+
+    /// How far the SEMAPHORES counters can be trusted, in one word.
+    pub fn semaphores_state(&self) -> Option<&'static str> {
+        let s = self.innodb.as_ref()?.semaphores.as_ref()?;
+        Some(match s.layout {
+            SemaphoreLayout::Blank if self.is_mariadb_106_plus() => "blank-by-design",
+            SemaphoreLayout::Blank => "blank",
+            SemaphoreLayout::Unrecognised => "unrecognised",
+            _ if s.all_counters_zero()
+                && self.version.as_ref().is_some_and(|v| {
+                    matches!(v.flavor, Flavor::Mysql | Flavor::Percona) && v.at_least(8, 0, 32)
+                }) =>
+            {
+                "hard-coded-zeros"
+            }
+            _ if s.all_counters_zero() => "zeros",
+            _ => "live",
+        })
+    }
+
+    /// Status counter delta over the window.
+    pub fn status_delta(&self, name: &str) -> Option<f64> {
+        Some(self.status_after.u64(name)? as f64 - self.status_before.u64(name)? as f64)
+    }
+}

@@ -1,0 +1,134 @@
+//! The human report: findings grouped by severity, numbers first.
+
+use super::{DoctorDoc, Severity};
+
+fn num(v: f64) -> String {
+    crate::report::fmt_num(v)
+}
+
+/// Plain-text (`markdown == false`) or Markdown report.
+pub fn text(d: &DoctorDoc, markdown: bool) -> String {
+    let mut s = String::new();
+    let h = |s: &mut String, t: &str| {
+        if markdown {
+            s.push_str(&format!("## {t}\n\n"));
+        } else {
+            s.push_str(&format!("{t}\n{}\n", "=".repeat(t.len())));
+        }
+    };
+    h(
+        &mut s,
+        &format!("spinscope doctor: {} ({})", d.server, d.target),
+    );
+    s.push_str(&format!("version {}; source {}\n", d.version, d.source));
+    if let Some(sem) = &d.semaphores {
+        s.push_str(&format!("SEMAPHORES: {sem}\n"));
+    }
+    if let Some(b) = &d.burst {
+        s.push_str(&format!(
+            "burst sampler: {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; own cost: client {:.2}% of a core, server <= {:.1}% of a core ({:.0} us per sample query){}\n",
+            b.samples,
+            b.window_s,
+            b.achieved_hz,
+            b.target_hz,
+            b.longest_gap_ms,
+            b.sampler_cpu_pct,
+            b.sampler_server_pct,
+            b.sampler_query_p50_us,
+            if b.interrupted { " (cut short)" } else { "" }
+        ));
+        s.push_str(&format!(
+            "Threads_running (own session excluded): p50 {}, p99 {}, max {}; a 1 s monitor would have seen p50 {}, max {}\n",
+            num(b.threads_running.p50), num(b.threads_running.p99), num(b.threads_running.max),
+            num(b.monitor_1s.p50), num(b.monitor_1s.max)
+        ));
+    }
+    if let Some(h) = &d.host {
+        s.push_str(&format!(
+            "host ({}): {} {}, {} CPUs, cache line {} B, kernel {}{}\n",
+            h.source,
+            h.arch,
+            h.cpu_model_name.as_deref().unwrap_or("unknown CPU"),
+            h.online_cpus
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into()),
+            h.cache_line_bytes
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "?".into()),
+            h.kernel_release.as_deref().unwrap_or("?"),
+            match (h.server_pid, &h.server_comm) {
+                (Some(p), Some(c)) => format!(", server process {c} pid {p}"),
+                _ => String::new(),
+            }
+        ));
+    }
+    if let Some(c) = &d.cpu_model {
+        s.push_str(&format!("spin model CPU: {c}\n"));
+    }
+    if let Some(b) = &d.burst {
+        s.push_str(&format!(
+            "Questions {:.0}/s, Threads_connected max {:.0}, row-lock waits max {:.0}\n",
+            b.questions_per_s, b.threads_connected_max, b.row_lock_waits_max
+        ));
+    }
+    if let Some(r) = d.pfs_instruments_restored {
+        if !r {
+            s.push_str(
+                "performance_schema instruments NOT restored: see the statements printed above\n",
+            );
+        }
+    }
+    for n in &d.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s.push('\n');
+    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
+        let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        h(
+            &mut s,
+            &format!("{} ({})", sev.name().to_uppercase(), group.len()),
+        );
+        for f in group {
+            if markdown {
+                s.push_str(&format!("### `{}` {}\n\n", f.id, f.title));
+            } else {
+                s.push_str(&format!("[{}] {}\n", f.id, f.title));
+            }
+            if !f.evidence.is_empty() {
+                let e: Vec<String> = f
+                    .evidence
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{} {}{}",
+                            e.name,
+                            num(e.value),
+                            if e.unit.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" {}", e.unit)
+                            }
+                        )
+                    })
+                    .collect();
+                s.push_str(&format!("  evidence: {}\n", e.join(", ")));
+            }
+            s.push_str(&format!("  why: {}\n  do: {}\n", f.why, f.what_to_do));
+            for st in &f.statements {
+                if markdown {
+                    s.push_str(&format!("\n```sql\n{st}\n```\n"));
+                } else {
+                    s.push_str(&format!("  run: {}\n", st.replace('\n', "\n       ")));
+                }
+            }
+            s.push('\n');
+        }
+    }
+    if d.findings.is_empty() {
+        s.push_str("no findings\n");
+    }
+    s
+}

@@ -1,0 +1,511 @@
+//! Live collection: versions, variables, status, INNODB STATUS, performance_schema waits
+//! (optionally enabling the instruments for the window and restoring them), the burst
+//! sampler and host counters. Everything lands in a [`Snapshot`]; analysis happens elsewhere.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+
+use super::conn::{connect_target, Target};
+use super::snapshot::*;
+use crate::error::Result;
+
+/// What to collect.
+#[derive(Debug, Clone)]
+pub struct CollectOpts {
+    /// Observation window in seconds (0: no sampling, no deltas).
+    pub window_s: f64,
+    /// Burst sampler rate in Hz.
+    pub hz: f64,
+    /// Turn the wait/synch instruments on for the window (and restore them).
+    pub enable_instruments: bool,
+    /// Host facts from a file, used when the server is not local.
+    pub host_facts: Option<HostFacts>,
+}
+
+/// The privilege a refused query needs, or None when the error is not a privilege error.
+fn refusal(e: &mysql::Error, what: &str, privilege: &str) -> Option<Refusal> {
+    match e {
+        mysql::Error::MySqlError(m)
+            if matches!(m.code, 1227 | 1142 | 1143 | 1044 | 1045 | 1370) =>
+        {
+            Some(Refusal {
+                what: what.to_string(),
+                privilege: privilege.to_string(),
+                message: format!("{} (error {})", m.message, m.code),
+            })
+        }
+        _ => None,
+    }
+}
+
+struct Ctx<'a> {
+    refused: &'a mut Vec<Refusal>,
+    notes: &'a mut Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn query<T: mysql::prelude::FromRow>(
+        &mut self,
+        conn: &mut mysql::Conn,
+        sql: &str,
+        what: &str,
+        privilege: &str,
+    ) -> Option<Vec<T>> {
+        match conn.query::<T, _>(sql) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                match refusal(&e, what, privilege) {
+                    Some(r) => self.refused.push(r),
+                    None => self.notes.push(format!("{what}: {e}")),
+                }
+                None
+            }
+        }
+    }
+}
+
+fn pairs(rows: Vec<(String, Option<String>)>) -> BTreeMap<String, String> {
+    rows.into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.unwrap_or_default()))
+        .collect()
+}
+
+const STATUS_SQL: &str = "SHOW GLOBAL STATUS";
+const PFS_WAITS_SQL: &str = "SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT \
+     FROM performance_schema.events_waits_summary_global_by_event_name \
+     WHERE EVENT_NAME LIKE 'wait/%' AND COUNT_STAR > 0";
+
+fn read_waits(ctx: &mut Ctx, conn: &mut mysql::Conn) -> Vec<WaitRow> {
+    ctx.query::<(String, u64, u64)>(
+        conn,
+        PFS_WAITS_SQL,
+        "performance_schema.events_waits_summary_global_by_event_name",
+        "SELECT on performance_schema.*",
+    )
+    .unwrap_or_default()
+    .into_iter()
+    .map(|(event, count, wait_ps)| WaitRow {
+        event,
+        count,
+        wait_ps,
+    })
+    .collect()
+}
+
+/// Instruments and consumers changed for the window; put back exactly on `restore` or drop.
+pub struct InstrumentGuard {
+    conn: Option<mysql::Conn>,
+    instruments: Vec<(String, String, String)>,
+    consumers: Vec<(String, String)>,
+    pub restored: bool,
+}
+
+impl InstrumentGuard {
+    /// Record the current state of wait/synch instruments and the global consumer, then
+    /// enable them. Returns the guard even when nothing needed changing.
+    pub fn enable(conn: mysql::Conn) -> std::result::Result<InstrumentGuard, mysql::Error> {
+        let mut g = InstrumentGuard {
+            conn: Some(conn),
+            instruments: Vec::new(),
+            consumers: Vec::new(),
+            restored: false,
+        };
+        let c = g.conn.as_mut().expect("guard connection");
+        g.instruments = c.query(
+            "SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
+             WHERE NAME LIKE 'wait/synch/%' AND (ENABLED <> 'YES' OR TIMED <> 'YES')",
+        )?;
+        g.consumers = c.query(
+            "SELECT NAME, ENABLED FROM performance_schema.setup_consumers \
+             WHERE NAME = 'global_instrumentation' AND ENABLED <> 'YES'",
+        )?;
+        // Record first, then change: a failure below still restores what was recorded.
+        let r = c
+            .query_drop(
+                "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
+                 WHERE NAME LIKE 'wait/synch/%'",
+            )
+            .and_then(|_| {
+                c.query_drop(
+                    "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' \
+                     WHERE NAME = 'global_instrumentation'",
+                )
+            });
+        match r {
+            Ok(()) => Ok(g),
+            Err(e) => {
+                g.restore();
+                Err(e)
+            }
+        }
+    }
+
+    /// How many instruments were changed.
+    pub fn changed(&self) -> usize {
+        self.instruments.len() + self.consumers.len()
+    }
+
+    /// Put the recorded state back. Prints the statements to run by hand if that fails.
+    pub fn restore(&mut self) -> bool {
+        if self.restored {
+            return true;
+        }
+        let Some(c) = self.conn.as_mut() else {
+            return false;
+        };
+        let mut ok = true;
+        let mut manual = Vec::new();
+        for (name, en, timed) in &self.instruments {
+            let r = c.exec_drop(
+                "UPDATE performance_schema.setup_instruments SET ENABLED = ?, TIMED = ? WHERE NAME = ?",
+                (en, timed, name),
+            );
+            if r.is_err() {
+                ok = false;
+                manual.push(format!(
+                    "UPDATE performance_schema.setup_instruments SET ENABLED='{en}', TIMED='{timed}' WHERE NAME='{name}';"
+                ));
+            }
+        }
+        for (name, en) in &self.consumers {
+            let r = c.exec_drop(
+                "UPDATE performance_schema.setup_consumers SET ENABLED = ? WHERE NAME = ?",
+                (en, name),
+            );
+            if r.is_err() {
+                ok = false;
+                manual.push(format!(
+                    "UPDATE performance_schema.setup_consumers SET ENABLED='{en}' WHERE NAME='{name}';"
+                ));
+            }
+        }
+        if !ok {
+            eprintln!(
+                "spinscope: could not restore {} performance_schema setting(s); run:\n{}",
+                manual.len(),
+                manual.join("\n")
+            );
+        }
+        self.restored = ok;
+        ok
+    }
+}
+
+impl Drop for InstrumentGuard {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into a valid, exclusively borrowed local.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+const BURST_SQL: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN \
+     ('Threads_running', 'Threads_connected', 'Questions', 'Innodb_row_lock_current_waits')";
+
+/// Sample at `hz` on one persistent connection for `window_s`. The sampler's own session is
+/// removed from Threads_running and its own statements from Questions. Stops early (keeping
+/// what it has) on `stop` or a failed query.
+pub fn burst_sample(
+    conn: &mut mysql::Conn,
+    hz: f64,
+    window_s: f64,
+    stop: &AtomicBool,
+    notes: &mut Vec<String>,
+) -> BurstRecord {
+    let period = Duration::from_secs_f64(1.0 / hz.max(0.001));
+    let window = Duration::from_secs_f64(window_s.max(0.0));
+    let mut points = Vec::with_capacity((hz * window_s) as usize + 8);
+    let mut rtts_us = Vec::with_capacity(points.capacity());
+    let cpu0 = thread_cpu_ns();
+    let start = Instant::now();
+    let mut next = start;
+    let mut q0: Option<u64> = None;
+    let mut interrupted = false;
+    let mut issued: u64 = 0;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let now = Instant::now();
+        if now.duration_since(start) >= window {
+            break;
+        }
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+        let t = start.elapsed();
+        let q_start = Instant::now();
+        let rows: Vec<(String, String)> = match conn.query(BURST_SQL) {
+            Ok(r) => r,
+            Err(e) => {
+                notes.push(format!(
+                    "burst sampler stopped after {:.1} s: {e}",
+                    t.as_secs_f64()
+                ));
+                interrupted = true;
+                break;
+            }
+        };
+        rtts_us.push(q_start.elapsed().as_secs_f64() * 1e6);
+        issued += 1;
+        let get = |n: &str| {
+            rows.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let q = get("Questions");
+        let q0v = *q0.get_or_insert(q);
+        points.push(BurstPoint {
+            t_ms: t.as_secs_f64() * 1e3,
+            // Our own session is running while it reads the counter.
+            threads_running: get("Threads_running").saturating_sub(1),
+            threads_connected: get("Threads_connected").saturating_sub(1),
+            questions: q.saturating_sub(q0v).saturating_sub(issued - 1),
+            row_lock_waits: get("Innodb_row_lock_current_waits"),
+        });
+        next += period;
+        let now = Instant::now();
+        if next < now {
+            // Behind schedule: do not fire a catch-up burst, the gap shows in the record.
+            next = now;
+        }
+    }
+    let sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    rtts_us.sort_by(f64::total_cmp);
+    let query_p50_us = rtts_us.get(rtts_us.len() / 2).copied().unwrap_or(0.0);
+    BurstRecord {
+        target_hz: hz,
+        window_s: start
+            .elapsed()
+            .as_secs_f64()
+            .min(window_s.max(0.0))
+            .max(points.last().map(|p| p.t_ms / 1e3).unwrap_or(0.0)),
+        points,
+        sampler_cpu_ns,
+        query_p50_us,
+        interrupted,
+    }
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Collect everything from a live server. Fails (exit 3) only when the first connection or
+/// the version query fails; later refusals and failures become `refused` / `notes`.
+pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapshot> {
+    let mut conn = connect_target(t)?;
+    let (version, version_comment): (String, Option<String>) = conn
+        .query_first("SELECT VERSION(), @@version_comment")
+        .map_err(|e| super::conn::explain(t, &e))?
+        .unwrap_or_default();
+    let mut refused = Vec::new();
+    let mut notes = Vec::new();
+    let mut ctx = Ctx {
+        refused: &mut refused,
+        notes: &mut notes,
+    };
+    let variables = pairs(
+        ctx.query(
+            &mut conn,
+            "SHOW GLOBAL VARIABLES",
+            "global variables",
+            "none (any user)",
+        )
+        .unwrap_or_default(),
+    );
+    let innodb_status = ctx
+        .query::<(String, String, String)>(
+            &mut conn,
+            "SHOW ENGINE INNODB STATUS",
+            "SHOW ENGINE INNODB STATUS",
+            "PROCESS",
+        )
+        .and_then(|r| r.into_iter().next())
+        .map(|(_, _, s)| s);
+
+    let local = t.is_local();
+    let mut host = if local {
+        let mut h = super::host::local_static();
+        if let Some(pf) = variables.get("pid_file") {
+            if let Some((pid, comm)) = super::host::server_pid(pf) {
+                h.server_pid = Some(pid);
+                h.server_comm = Some(comm);
+            }
+        }
+        if let Some(f) = &o.host_facts {
+            h.ns_per_hint = f.ns_per_hint;
+            h.tsc_ticks_per_hint = f.tsc_ticks_per_hint;
+        }
+        Some(h)
+    } else {
+        o.host_facts.clone()
+    };
+
+    let pfs_on = variables
+        .get("performance_schema")
+        .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
+    let mut pfs = None;
+    let mut guard: Option<InstrumentGuard> = None;
+    if pfs_on {
+        let state: Vec<(String, String)> = ctx
+            .query(
+                &mut conn,
+                "SELECT ENABLED, TIMED FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
+                "performance_schema.setup_instruments",
+                "SELECT on performance_schema.*",
+            )
+            .unwrap_or_default();
+        let total = state.len() as u64;
+        let enabled = state
+            .iter()
+            .filter(|(e, t)| e == "YES" && t == "YES")
+            .count() as u64;
+        let mut note = None;
+        if o.enable_instruments && o.window_s > 0.0 {
+            match connect_target(t).and_then(|c| {
+                InstrumentGuard::enable(c).map_err(|e| {
+                    match refusal(
+                        &e,
+                        "enabling performance_schema instruments",
+                        "UPDATE on performance_schema.setup_instruments and setup_consumers",
+                    ) {
+                        Some(r) => crate::Error::runtime(format!(
+                            "{} needs {}: {}",
+                            r.what, r.privilege, r.message
+                        )),
+                        None => crate::Error::runtime(format!("enabling instruments: {e}")),
+                    }
+                })
+            }) {
+                Ok(g) => {
+                    note = Some(format!(
+                        "--enable-instruments changed {} instrument/consumer setting(s) for the window",
+                        g.changed()
+                    ));
+                    guard = Some(g);
+                }
+                Err(e) => {
+                    ctx.refused.push(Refusal {
+                        what: "enabling performance_schema instruments".into(),
+                        privilege: "UPDATE on performance_schema.*".into(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        pfs = Some(PfsRecord {
+            enabled: true,
+            synch_instruments_enabled: enabled,
+            synch_instruments_total: total,
+            enabled_by_us: guard.as_ref().is_some_and(|g| g.changed() > 0),
+            restored: true,
+            before: Vec::new(),
+            after: Vec::new(),
+            window_s: 0.0,
+            note,
+        });
+    } else if variables.contains_key("performance_schema") {
+        pfs = Some(PfsRecord {
+            enabled: false,
+            synch_instruments_enabled: 0,
+            synch_instruments_total: 0,
+            enabled_by_us: false,
+            restored: true,
+            before: Vec::new(),
+            after: Vec::new(),
+            window_s: 0.0,
+            note: None,
+        });
+    }
+
+    let status_before = pairs(
+        ctx.query(&mut conn, STATUS_SQL, "global status", "none (any user)")
+            .unwrap_or_default(),
+    );
+    let pid = host.as_ref().and_then(|h| h.server_pid);
+    if local {
+        let (cpu, ctxt) = super::host::counters(pid);
+        if let Some(h) = host.as_mut() {
+            h.cpu_before = cpu;
+            h.server_ctxt_before = ctxt;
+        }
+    }
+    let t0 = Instant::now();
+    if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
+        p.before = read_waits(&mut ctx, &mut conn);
+    }
+    let burst =
+        (o.window_s > 0.0).then(|| burst_sample(&mut conn, o.hz, o.window_s, stop, ctx.notes));
+    // A failed sampler query that was not Ctrl-C: check whether the server is still there.
+    let lost_connection = burst
+        .as_ref()
+        .is_some_and(|b| b.interrupted && !stop.load(Ordering::Relaxed))
+        && conn.ping().is_err();
+    let window_s = t0.elapsed().as_secs_f64();
+    if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
+        if o.window_s > 0.0 {
+            p.after = read_waits(&mut ctx, &mut conn);
+            p.window_s = window_s;
+        }
+    }
+    let status_after = if o.window_s > 0.0 {
+        pairs(
+            ctx.query(&mut conn, STATUS_SQL, "global status", "none (any user)")
+                .unwrap_or_default(),
+        )
+    } else {
+        BTreeMap::new()
+    };
+    if local {
+        let (cpu, ctxt) = super::host::counters(pid);
+        if let Some(h) = host.as_mut() {
+            h.cpu_after = cpu;
+            h.server_ctxt_after = ctxt;
+        }
+    }
+    if let Some(mut g) = guard.take() {
+        let ok = g.restore();
+        if let Some(p) = pfs.as_mut() {
+            p.restored = ok;
+        }
+    }
+    Ok(Snapshot {
+        schema: SNAPSHOT_SCHEMA.to_string(),
+        captured_at_unix_s: now_unix(),
+        target: t.describe(),
+        local,
+        version,
+        version_comment,
+        variables,
+        status_before,
+        status_after,
+        window_s: if o.window_s > 0.0 { window_s } else { 0.0 },
+        innodb_status,
+        pfs,
+        burst,
+        host,
+        refused,
+        notes,
+        lost_connection,
+    })
+}

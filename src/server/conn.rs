@@ -1,0 +1,699 @@
+//! Connecting like every MySQL tool: `mysql://user:pass@host:port/db` URLs, the mysql client's
+//! flags (`-h -P -u -p -S -D`, `-p` without a value prompts), `--defaults-file` / `~/.my.cnf`
+//! `[client]`, `MYSQL_PWD`, TLS modes and timeouts.
+//!
+//! Precedence, as in the mysql client: command-line flags > URL > option file > `MYSQL_PWD`.
+//!
+//! Commands that flatten [`ConnArgs`] take `-h` for the host, so they must set
+//! `#[command(disable_help_flag = true)]` and declare their own `--help` (see `cli/doctor.rs`).
+//! No message, Debug output or capture ever contains the password.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// TLS modes of the mysql client (`--ssl-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[value(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SslMode {
+    /// Plain connection.
+    Disabled,
+    /// TLS when the server offers it, plain otherwise (the mysql client's default).
+    #[default]
+    Preferred,
+    /// TLS or fail; the certificate is not checked.
+    Required,
+    /// TLS with the server certificate checked against --ssl-ca (host name not checked).
+    VerifyCa,
+    /// TLS with the certificate checked against --ssl-ca and the host name.
+    VerifyIdentity,
+}
+
+/// How to reach the server. Flatten into a command with `#[command(flatten)]`.
+#[derive(Clone, Default, clap::Args)]
+pub struct ConnArgs {
+    /// Server URL mysql://user:pass@host:port/db (flags given as well override its parts).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Server host [default: localhost, i.e. the socket when one is known, else 127.0.0.1].
+    #[arg(short = 'h', long)]
+    pub host: Option<String>,
+    /// Server TCP port [default: 3306].
+    #[arg(short = 'P', long)]
+    pub port: Option<u16>,
+    /// Unix socket path (used instead of TCP).
+    #[arg(short = 'S', long)]
+    pub socket: Option<PathBuf>,
+    /// User name [default: the login name].
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// Password (`-pSECRET`, `--password=SECRET`); `-p` alone prompts on the terminal. Prefer
+    /// the prompt, an option file or MYSQL_PWD: values on a command line are visible to `ps`.
+    #[arg(short = 'p', long, num_args = 0..=1, value_name = "PASSWORD")]
+    pub password: Option<Option<String>>,
+    /// Default database.
+    #[arg(short = 'D', long)]
+    pub database: Option<String>,
+    /// Read [client] options from this file only (instead of ~/.my.cnf).
+    #[arg(long, value_name = "FILE")]
+    pub defaults_file: Option<PathBuf>,
+    /// Read no option file.
+    #[arg(long)]
+    pub no_defaults: bool,
+    /// TLS mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub ssl_mode: Option<SslMode>,
+    /// CA certificate (PEM) for VERIFY_CA / VERIFY_IDENTITY.
+    #[arg(long, value_name = "FILE")]
+    pub ssl_ca: Option<PathBuf>,
+    /// Seconds to wait for the connection.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub connect_timeout: u64,
+    /// Seconds to wait for one query's answer.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub query_timeout: u64,
+}
+
+impl std::fmt::Debug for ConnArgs {
+    // Hand-written so a password never reaches a log or panic message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnArgs")
+            .field("url", &self.url.as_ref().map(|u| redact_url(u)))
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("socket", &self.socket)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("database", &self.database)
+            .field("defaults_file", &self.defaults_file)
+            .field("ssl_mode", &self.ssl_mode)
+            .finish()
+    }
+}
+
+/// Where and how to connect, after merging flags, URL, option file and environment.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub socket: Option<PathBuf>,
+    pub user: String,
+    pub password: Option<String>,
+    pub database: Option<String>,
+    pub ssl_mode: SslMode,
+    pub ssl_ca: Option<PathBuf>,
+    pub connect_timeout: Duration,
+    pub query_timeout: Duration,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Target({})", self.describe())
+    }
+}
+
+impl Target {
+    /// `user@host:port` or `user@socket`, never the password.
+    pub fn describe(&self) -> String {
+        match &self.socket {
+            Some(s) => format!("{}@{}", self.user, s.display()),
+            None => format!("{}@{}:{}", self.user, self.host, self.port),
+        }
+    }
+
+    /// True when the server runs on this host (socket or loopback address).
+    pub fn is_local(&self) -> bool {
+        self.socket.is_some() || matches!(self.host.as_str(), "localhost" | "127.0.0.1" | "::1")
+    }
+}
+
+/// Hide the password of a URL for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            let pass = if userinfo.contains(':') { ":***" } else { "" };
+            format!("{}{user}{pass}{}", &url[..s + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+fn pct_decode(s: &str, what: &str) -> Result<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match hex {
+                Some(v) => {
+                    out.push(v);
+                    i += 3;
+                    continue;
+                }
+                None => {
+                    return Err(Error::bad_input(format!(
+                        "--url: bad %-escape in the {what}; write %XX with two hex digits"
+                    )))
+                }
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| Error::bad_input(format!("--url: the {what} is not UTF-8")))
+}
+
+/// The parts of a `mysql://` URL. Query parameters `socket=` and `ssl-mode=` are understood.
+#[derive(Default, Clone, PartialEq, Eq)]
+pub struct UrlParts {
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub database: Option<String>,
+    pub socket: Option<PathBuf>,
+    pub ssl_mode: Option<SslMode>,
+}
+
+impl std::fmt::Debug for UrlParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UrlParts")
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("database", &self.database)
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
+/// Parse `mysql://user:pass@host:port/db?socket=/path`. Errors never echo the password.
+pub fn parse_url(url: &str) -> Result<UrlParts> {
+    let shown = redact_url(url);
+    let bad = |why: &str| {
+        Error::bad_input(format!(
+            "--url {shown}: {why}; expected mysql://user:password@host:port/database"
+        ))
+    };
+    let rest = url
+        .strip_prefix("mysql://")
+        .or_else(|| url.strip_prefix("mariadb://"))
+        .ok_or_else(|| bad("the scheme must be mysql:// or mariadb://"))?;
+    let (rest, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, Some(q)),
+        None => (rest, None),
+    };
+    let (auth, hostpart) = match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    let mut p = UrlParts::default();
+    if let Some(auth) = auth {
+        let (u, pw) = match auth.split_once(':') {
+            Some((u, pw)) => (u, Some(pw)),
+            None => (auth, None),
+        };
+        if !u.is_empty() {
+            p.user = Some(pct_decode(u, "user")?);
+        }
+        if let Some(pw) = pw {
+            p.password = Some(pct_decode(pw, "password")?);
+        }
+    }
+    let (hp, db) = match hostpart.split_once('/') {
+        Some((hp, db)) => (hp, Some(db)),
+        None => (hostpart, None),
+    };
+    if let Some(db) = db.filter(|d| !d.is_empty()) {
+        p.database = Some(pct_decode(db, "database")?);
+    }
+    let (host, port) = if let Some(v6) = hp.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| bad("unclosed [ in the host"))?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match hp.rsplit_once(':') {
+            Some((h, port)) => (h, Some(port)),
+            None => (hp, None),
+        }
+    };
+    if !host.is_empty() {
+        if host.chars().any(|c| c.is_whitespace() || c == '/') {
+            return Err(bad("the host contains a space or '/'"));
+        }
+        p.host = Some(pct_decode(host, "host")?);
+    }
+    if let Some(port) = port {
+        p.port = Some(
+            port.parse::<u16>()
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| bad(&format!("port {port:?} is not a number in 1..=65535")))?,
+        );
+    }
+    for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k.replace('_', "-").as_str() {
+            "socket" => p.socket = Some(PathBuf::from(pct_decode(v, "socket")?)),
+            "ssl-mode" => p.ssl_mode = Some(parse_ssl_mode(v).map_err(|e| bad(&e))?),
+            other => {
+                return Err(bad(&format!(
+                    "unknown parameter {other:?} (socket, ssl-mode)"
+                )))
+            }
+        }
+    }
+    Ok(p)
+}
+
+fn parse_ssl_mode(v: &str) -> std::result::Result<SslMode, String> {
+    use clap::ValueEnum;
+    SslMode::from_str(v, true).map_err(|_| {
+        format!("ssl-mode {v:?} is not one of DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY")
+    })
+}
+
+/// The `[client]` (and `[spinscope]`) options of a my.cnf text, keys with `_` as `-`.
+pub fn parse_my_cnf(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut in_section = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty()
+            || line.starts_with('#')
+            || line.starts_with(';')
+            || line.starts_with('!')
+        {
+            continue;
+        }
+        if let Some(sec) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            in_section = matches!(sec.trim(), "client" | "spinscope");
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        let (k, v) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None => (line, ""),
+        };
+        let v = v
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(v);
+        out.insert(k.replace('_', "-").to_ascii_lowercase(), v.to_string());
+    }
+    out
+}
+
+fn option_file(a: &ConnArgs) -> Result<BTreeMap<String, String>> {
+    if a.no_defaults {
+        return Ok(BTreeMap::new());
+    }
+    if let Some(f) = &a.defaults_file {
+        let text = std::fs::read_to_string(f).map_err(|e| {
+            Error::bad_input(format!(
+                "--defaults-file {}: cannot read it ({e})",
+                f.display()
+            ))
+        })?;
+        return Ok(parse_my_cnf(&text));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match home.map(|h| h.join(".my.cnf")) {
+        Some(p) if p.is_file() => Ok(std::fs::read_to_string(&p)
+            .map(|t| parse_my_cnf(&t))
+            .unwrap_or_default()),
+        _ => Ok(BTreeMap::new()),
+    }
+}
+
+fn login_name() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "root".to_string())
+}
+
+/// Merge flags, URL, option file and `MYSQL_PWD` (no prompt, no I/O but the option file).
+/// `prompt` is called when `-p` was given without a value.
+pub fn resolve_with(
+    a: &ConnArgs,
+    env_pwd: Option<String>,
+    prompt: &dyn Fn() -> Result<String>,
+) -> Result<Target> {
+    let cnf = option_file(a)?;
+    let url = match &a.url {
+        Some(u) => parse_url(u)?,
+        None => UrlParts::default(),
+    };
+    let cnf_port = match cnf.get("port") {
+        Some(p) => Some(p.parse::<u16>().map_err(|_| {
+            Error::bad_input(format!(
+                "option file [client] port={p:?}: not a port number"
+            ))
+        })?),
+        None => None,
+    };
+    let cnf_ssl = match cnf.get("ssl-mode") {
+        Some(m) => Some(
+            parse_ssl_mode(m).map_err(|e| Error::bad_input(format!("option file [client] {e}")))?,
+        ),
+        None => None,
+    };
+    let password = match &a.password {
+        Some(Some(p)) => Some(p.clone()),
+        Some(None) => Some(prompt()?),
+        None => url
+            .password
+            .clone()
+            .or_else(|| cnf.get("password").cloned())
+            .or(env_pwd),
+    };
+    let host = a
+        .host
+        .clone()
+        .or(url.host)
+        .or_else(|| cnf.get("host").cloned());
+    let socket = a
+        .socket
+        .clone()
+        .or(url.socket)
+        .or_else(|| cnf.get("socket").map(PathBuf::from));
+    // The mysql client: host "localhost" (or none) means the socket; any other host means TCP.
+    let explicit_tcp = host.as_deref().is_some_and(|h| h != "localhost") || a.port.is_some();
+    let socket = if a.socket.is_some() || !explicit_tcp {
+        socket
+    } else {
+        None
+    };
+    let ssl_ca = a
+        .ssl_ca
+        .clone()
+        .or_else(|| cnf.get("ssl-ca").map(PathBuf::from));
+    let ssl_mode = a.ssl_mode.or(url.ssl_mode).or(cnf_ssl).unwrap_or_default();
+    if matches!(ssl_mode, SslMode::VerifyCa | SslMode::VerifyIdentity) && ssl_ca.is_none() {
+        return Err(Error::bad_input(
+            "--ssl-mode VERIFY_CA/VERIFY_IDENTITY needs --ssl-ca FILE (the CA certificate in PEM)",
+        ));
+    }
+    if let Some(ca) = &ssl_ca {
+        if !ca.is_file() {
+            return Err(Error::bad_input(format!(
+                "--ssl-ca {}: no such file",
+                ca.display()
+            )));
+        }
+    }
+    if a.connect_timeout == 0 || a.query_timeout == 0 {
+        return Err(Error::bad_input(
+            "--connect-timeout and --query-timeout must be at least 1 second",
+        ));
+    }
+    Ok(Target {
+        host: match host {
+            Some(h) if h == "localhost" && socket.is_none() => "127.0.0.1".to_string(),
+            Some(h) => h,
+            None => "127.0.0.1".to_string(),
+        },
+        port: a.port.or(url.port).or(cnf_port).unwrap_or(3306),
+        socket,
+        user: a
+            .user
+            .clone()
+            .or(url.user)
+            .or_else(|| cnf.get("user").cloned())
+            .unwrap_or_else(login_name),
+        password,
+        database: a
+            .database
+            .clone()
+            .or(url.database)
+            .or_else(|| cnf.get("database").cloned()),
+        ssl_mode,
+        ssl_ca,
+        connect_timeout: Duration::from_secs(a.connect_timeout),
+        query_timeout: Duration::from_secs(a.query_timeout),
+    })
+}
+
+fn tty_prompt() -> Result<String> {
+    rpassword::prompt_password("Enter password: ").map_err(|e| {
+        Error::bad_input(format!(
+            "-p without a value prompts for the password, but there is no terminal to ask ({e}); \
+             use MYSQL_PWD, --defaults-file or -pPASSWORD"
+        ))
+    })
+}
+
+/// Merge the connection options as the mysql client does, prompting for `-p` on the terminal.
+pub fn resolve(a: &ConnArgs) -> Result<Target> {
+    resolve_with(a, std::env::var("MYSQL_PWD").ok(), &tty_prompt)
+}
+
+fn opts(t: &Target, tls: bool) -> mysql::OptsBuilder {
+    let mut b = mysql::OptsBuilder::new()
+        .user(Some(t.user.clone()))
+        .pass(t.password.clone())
+        .db_name(t.database.clone())
+        .prefer_socket(false)
+        .tcp_connect_timeout(Some(t.connect_timeout))
+        .read_timeout(Some(t.query_timeout))
+        .write_timeout(Some(t.query_timeout));
+    b = match &t.socket {
+        Some(s) => b.socket(Some(s.to_string_lossy().into_owned())),
+        None => b.ip_or_hostname(Some(t.host.clone())).tcp_port(t.port),
+    };
+    if tls && t.socket.is_none() {
+        let mut ssl = mysql::SslOpts::default();
+        match t.ssl_mode {
+            SslMode::Disabled => return b,
+            SslMode::Preferred | SslMode::Required => {
+                ssl = ssl
+                    .with_danger_accept_invalid_certs(true)
+                    .with_danger_skip_domain_validation(true);
+            }
+            SslMode::VerifyCa => ssl = ssl.with_danger_skip_domain_validation(true),
+            SslMode::VerifyIdentity => {}
+        }
+        if let Some(ca) = &t.ssl_ca {
+            ssl = ssl.with_root_cert_path(Some(ca.clone()));
+        }
+        b = b.ssl_opts(Some(ssl));
+    }
+    b
+}
+
+/// A one-line explanation of a connection error (exit 3), never with the password.
+pub fn explain(t: &Target, e: &mysql::Error) -> Error {
+    let at = t.describe();
+    let msg = match e {
+        mysql::Error::MySqlError(m) if m.code == 1045 => format!(
+            "access denied for {at} (server error 1045); check the user and password \
+             (-u, -p, MYSQL_PWD, --defaults-file)"
+        ),
+        mysql::Error::MySqlError(m) if m.code == 1049 => {
+            format!("unknown database at {at}: {}; check -D / the URL path", m.message)
+        }
+        mysql::Error::MySqlError(m) => format!("server {at} refused: {} (error {})", m.message, m.code),
+        mysql::Error::IoError(io) => format!(
+            "cannot connect to {at}: {io}; check that the server runs and the host, port or socket"
+        ),
+        mysql::Error::DriverError(mysql::DriverError::CouldNotConnect(detail)) => format!(
+            "cannot connect to {at}: {}; check that the server runs and the host, port or socket",
+            detail
+                .as_ref()
+                .map(|(_, desc, _)| desc.clone())
+                .unwrap_or_else(|| "no address answered".to_string())
+        ),
+        mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => format!(
+            "cannot connect to {at}: no answer within {} s; check the host and port, or raise --connect-timeout",
+            t.connect_timeout.as_secs()
+        ),
+        mysql::Error::DriverError(mysql::DriverError::TlsNotSupported) => format!(
+            "{at} does not offer TLS but --ssl-mode {:?} requires it; use --ssl-mode PREFERRED or DISABLED, or enable TLS on the server",
+            t.ssl_mode
+        ),
+        mysql::Error::TlsError(te) => format!(
+            "TLS with {at} failed: {te}; check --ssl-ca and --ssl-mode"
+        ),
+        other if other.to_string().contains("certificate") => format!(
+            "TLS with {at} failed: the server certificate was rejected ({}); check --ssl-ca and --ssl-mode",
+            other.to_string().split('`').nth(1).unwrap_or("invalid certificate")
+        ),
+        other => format!("connection to {at} failed: {}", strip_password(&other.to_string(), t)),
+    };
+    Error::runtime(strip_password(&msg, t))
+}
+
+fn strip_password(s: &str, t: &Target) -> String {
+    match &t.password {
+        Some(p) if !p.is_empty() => s.replace(p.as_str(), "***"),
+        _ => s.to_string(),
+    }
+}
+
+/// Open a connection to a resolved target. PREFERRED falls back to a plain connection when
+/// the server offers no TLS.
+pub fn connect_target(t: &Target) -> Result<mysql::Conn> {
+    let want_tls = t.ssl_mode != SslMode::Disabled && t.socket.is_none();
+    match mysql::Conn::new(opts(t, want_tls)) {
+        Ok(c) => Ok(c),
+        Err(
+            mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)
+            | mysql::Error::TlsError(_),
+        ) if t.ssl_mode == SslMode::Preferred => {
+            mysql::Conn::new(opts(t, false)).map_err(|e| explain(t, &e))
+        }
+        Err(e) => Err(explain(t, &e)),
+    }
+}
+
+/// Resolve the options (prompting for `-p`) and connect. Failures are one-line errors:
+/// bad options exit 2, an unreachable server or refused login exits 3.
+pub fn connect(a: &ConnArgs) -> Result<mysql::Conn> {
+    connect_target(&resolve(a)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ConnArgs {
+        ConnArgs {
+            no_defaults: true,
+            connect_timeout: 10,
+            query_timeout: 60,
+            ..Default::default()
+        }
+    }
+    fn no_prompt() -> Result<String> {
+        Err(Error::bad_input("no prompt in tests"))
+    }
+
+    #[test]
+    fn url_parts() {
+        let p = parse_url("mysql://bob:s%40cret@db.example:3307/shop").unwrap();
+        assert_eq!(p.user.as_deref(), Some("bob"));
+        assert_eq!(p.password.as_deref(), Some("s@cret"));
+        assert_eq!(p.host.as_deref(), Some("db.example"));
+        assert_eq!(p.port, Some(3307));
+        assert_eq!(p.database.as_deref(), Some("shop"));
+        let p = parse_url("mysql://root@[::1]:3306/?socket=/tmp/m.sock&ssl-mode=disabled").unwrap();
+        assert_eq!(p.host.as_deref(), Some("::1"));
+        assert_eq!(p.socket, Some(PathBuf::from("/tmp/m.sock")));
+        assert_eq!(p.ssl_mode, Some(SslMode::Disabled));
+    }
+
+    #[test]
+    fn bad_urls_never_show_the_password() {
+        for u in [
+            "postgres://a:topsecret@h/db",
+            "mysql://a:topsecret@h:99999/db",
+            "mysql://a:topsecret@h:x/db",
+            "mysql://a:topsecret@h/db?bogus=1",
+        ] {
+            let e = parse_url(u).unwrap_err().to_string();
+            assert!(!e.contains("topsecret"), "{e}");
+            assert!(matches!(parse_url(u), Err(Error::BadInput(_))));
+        }
+    }
+
+    #[test]
+    fn precedence_flags_url_cnf_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let cnf = dir.path().join("my.cnf");
+        std::fs::write(
+            &cnf,
+            "[mysqld]\nuser=mysql\n[client]\nuser = cnfuser\npassword=\"cnfpw\"\nport=3310\nhost=cnfhost\n",
+        )
+        .unwrap();
+        let mut a = args();
+        a.no_defaults = false;
+        a.defaults_file = Some(cnf);
+        let t = resolve_with(&a, Some("envpw".into()), &no_prompt).unwrap();
+        assert_eq!(
+            (t.user.as_str(), t.port, t.host.as_str()),
+            ("cnfuser", 3310, "cnfhost")
+        );
+        assert_eq!(t.password.as_deref(), Some("cnfpw"));
+        a.url = Some("mysql://urluser:urlpw@urlhost:3311".into());
+        a.user = Some("flaguser".into());
+        let t = resolve_with(&a, None, &no_prompt).unwrap();
+        assert_eq!(
+            (t.user.as_str(), t.port, t.host.as_str()),
+            ("flaguser", 3311, "urlhost")
+        );
+        assert_eq!(t.password.as_deref(), Some("urlpw"));
+        assert!(!format!("{t:?}").contains("urlpw"));
+        let t = resolve_with(&args(), Some("envpw".into()), &no_prompt).unwrap();
+        assert_eq!(t.password.as_deref(), Some("envpw"));
+    }
+
+    #[test]
+    fn dash_p_without_value_prompts() {
+        let mut a = args();
+        a.password = Some(None);
+        let t = resolve_with(&a, None, &|| Ok("typed".to_string())).unwrap();
+        assert_eq!(t.password.as_deref(), Some("typed"));
+        assert!(resolve_with(&a, None, &no_prompt).is_err());
+    }
+
+    #[test]
+    fn localhost_means_socket_and_tcp_host_drops_it() {
+        let mut a = args();
+        a.url = Some("mysql://u@localhost/?socket=/s.sock".into());
+        assert_eq!(
+            resolve_with(&a, None, &no_prompt).unwrap().socket,
+            Some(PathBuf::from("/s.sock"))
+        );
+        a.host = Some("10.0.0.1".into());
+        let t = resolve_with(&a, None, &no_prompt).unwrap();
+        assert_eq!(t.socket, None);
+        assert!(!t.is_local());
+    }
+
+    #[test]
+    fn verify_modes_need_a_ca() {
+        let mut a = args();
+        a.ssl_mode = Some(SslMode::VerifyCa);
+        assert!(matches!(
+            resolve_with(&a, None, &no_prompt),
+            Err(Error::BadInput(_))
+        ));
+    }
+
+    #[test]
+    fn my_cnf_sections() {
+        let m =
+            parse_my_cnf("[mysql]\nuser=x\n[client]\nssl_mode = REQUIRED\n# c\n[mysqld]\nport=1\n");
+        assert_eq!(m.get("ssl-mode").map(String::as_str), Some("REQUIRED"));
+        assert!(!m.contains_key("user") && !m.contains_key("port"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn url_and_cnf_parsers_never_panic(u in "\\PC{0,80}", c in "[\\[\\]a-z_=\"' \n#-]{0,200}") {
+            let _ = parse_url(&u);
+            let _ = parse_url(&format!("mysql://{u}"));
+            let _ = parse_my_cnf(&c);
+            let _ = redact_url(&u);
+        }
+
+        #[test]
+        fn errors_never_echo_the_password(pw in "[A-Za-z0-9]{8,16}", port in "[a-z0-9]{0,6}") {
+            if let Err(e) = parse_url(&format!("mysql://u:{pw}@h:{port}/d?x=1")) {
+                proptest::prop_assert!(!e.to_string().contains(&pw));
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Host facts read from /proc and /sys when the server runs on this machine, and
+//! `--host-facts FILE` (a JSON HostFacts, e.g. from another host's snapshot).
+
+use std::path::Path;
+
+use super::snapshot::{CpuTicks, HostFacts};
+use crate::error::{Error, Result};
+
+/// Parse the `cpu` line of /proc/stat.
+pub fn parse_proc_stat(text: &str) -> Option<CpuTicks> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let g = |i: usize| v.get(i).copied().unwrap_or(0);
+    Some(CpuTicks {
+        user: g(0),
+        nice: g(1),
+        system: g(2),
+        idle: g(3),
+        iowait: g(4),
+        irq: g(5),
+        softirq: g(6),
+        steal: g(7),
+    })
+}
+
+/// (voluntary, nonvoluntary) from /proc/PID/status.
+pub fn parse_ctxt(text: &str) -> Option<(u64, u64)> {
+    let get = |k: &str| {
+        text.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+    };
+    Some((
+        get("voluntary_ctxt_switches")?,
+        get("nonvoluntary_ctxt_switches")?,
+    ))
+}
+
+fn cpuinfo_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .find(|l| l.split(':').next().map(str::trim) == Some(key))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim())
+}
+
+fn num(s: Option<&str>) -> Option<u32> {
+    let s = s?;
+    match s.strip_prefix("0x") {
+        Some(h) => u32::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Static facts of this machine.
+pub fn local_static() -> HostFacts {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    HostFacts {
+        source: "local".to_string(),
+        arch: std::env::consts::ARCH.to_string(),
+        kernel_release: read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
+        cpu_model_name: cpuinfo_field(&cpuinfo, "model name").map(String::from),
+        cpu_vendor: cpuinfo_field(&cpuinfo, "vendor_id").map(String::from),
+        cpu_family: num(cpuinfo_field(&cpuinfo, "cpu family")),
+        cpu_model: num(cpuinfo_field(&cpuinfo, "model")),
+        cpu_stepping: num(cpuinfo_field(&cpuinfo, "stepping")),
+        arm_implementer: num(cpuinfo_field(&cpuinfo, "CPU implementer")),
+        arm_part: num(cpuinfo_field(&cpuinfo, "CPU part")),
+        online_cpus: std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u32),
+        cache_line_bytes: read("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
+            .and_then(|s| s.trim().parse().ok()),
+        ..Default::default()
+    }
+}
+
+/// The server's pid from its pid file, if it is readable here and the process exists.
+pub fn server_pid(pid_file: &str) -> Option<(u32, String)> {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some((pid, comm.trim().to_string()))
+}
+
+/// Counters sampled at the start or end of the window.
+pub fn counters(pid: Option<u32>) -> (Option<CpuTicks>, Option<(u64, u64)>) {
+    let stat = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| parse_proc_stat(&t));
+    // /proc/PID/status counts only the main thread: sum over all threads.
+    let ctxt = pid.and_then(|p| {
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task")).ok()?;
+        let mut sum = (0u64, 0u64);
+        for t in tasks.flatten() {
+            if let Some((v, n)) = std::fs::read_to_string(t.path().join("status"))
+                .ok()
+                .and_then(|s| parse_ctxt(&s))
+            {
+                sum.0 += v;
+                sum.1 += n;
+            }
+        }
+        Some(sum)
+    });
+    (stat, ctxt)
+}
+
+/// Read `--host-facts FILE`: a HostFacts JSON, or a snapshot whose `host` is used.
+pub fn load(path: &Path) -> Result<HostFacts> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::bad_input(format!(
+            "--host-facts {}: cannot read it ({e})",
+            path.display()
+        ))
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Error::bad_input(format!("--host-facts {}: not JSON ({e})", path.display()))
+    })?;
+    let v = match v.get("host") {
+        Some(h) if h.is_object() => h.clone(),
+        _ => v,
+    };
+    let mut h: HostFacts = serde_json::from_value(v).map_err(|e| {
+        Error::bad_input(format!(
+            "--host-facts {}: not host facts ({e}); give a snapshot or host-facts JSON",
+            path.display()
+        ))
+    })?;
+    h.source = path.display().to_string();
+    // Counters of another host's window say nothing about this window.
+    h.cpu_before = None;
+    h.cpu_after = None;
+    h.server_ctxt_before = None;
+    h.server_ctxt_after = None;
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_parsers() {
+        let t = parse_proc_stat("cpu  10 1 5 100 2 0 3 0 0 0\ncpu0 1 2 3\n").unwrap();
+        assert_eq!((t.user, t.system, t.idle, t.softirq), (10, 5, 100, 3));
+        assert_eq!(
+            parse_ctxt(
+                "Name:\tmariadbd\nvoluntary_ctxt_switches:\t42\nnonvoluntary_ctxt_switches:\t7\n"
+            ),
+            Some((42, 7))
+        );
+        assert_eq!(parse_proc_stat("garbage"), None);
+    }
+}

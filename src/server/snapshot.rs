@@ -1,0 +1,177 @@
+//! The evidence of one doctor run as plain data: what `--save-snapshot` writes and
+//! `--snapshot` replays. Raw values only (the analysis is redone on replay); no password.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+pub const SNAPSHOT_SCHEMA: &str = "spinscope.doctor-snapshot/1";
+
+/// One sample of the burst sampler (own session already removed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BurstPoint {
+    /// Milliseconds since the window started.
+    pub t_ms: f64,
+    pub threads_running: u64,
+    pub threads_connected: u64,
+    /// Questions since the window started, the sampler's own statements removed.
+    pub questions: u64,
+    pub row_lock_waits: u64,
+}
+
+/// The burst sampler's raw record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurstRecord {
+    pub target_hz: f64,
+    pub window_s: f64,
+    pub points: Vec<BurstPoint>,
+    /// CPU time the sampling thread used, in ns (client-side overhead).
+    pub sampler_cpu_ns: u64,
+    /// Median round trip of one sampling query, in us (server-side cost per sample).
+    pub query_p50_us: f64,
+    /// Whether the window was cut short (Ctrl-C or the server went away).
+    pub interrupted: bool,
+}
+
+/// One performance_schema event's cumulative counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitRow {
+    pub event: String,
+    pub count: u64,
+    /// SUM_TIMER_WAIT in picoseconds.
+    pub wait_ps: u64,
+}
+
+/// performance_schema evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PfsRecord {
+    /// The `performance_schema` variable.
+    pub enabled: bool,
+    /// wait/synch instruments enabled AND timed before we touched anything.
+    pub synch_instruments_enabled: u64,
+    pub synch_instruments_total: u64,
+    /// True when --enable-instruments turned instruments/consumers on for the window.
+    pub enabled_by_us: bool,
+    /// True when what we changed was put back (or nothing was changed).
+    pub restored: bool,
+    pub before: Vec<WaitRow>,
+    pub after: Vec<WaitRow>,
+    pub window_s: f64,
+    pub note: Option<String>,
+}
+
+/// A query the server refused for lack of a privilege.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub what: String,
+    pub privilege: String,
+    pub message: String,
+}
+
+/// Counters of /proc/stat's `cpu` line (USER_HZ ticks).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuTicks {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+}
+
+/// Host facts: static ones, plus counters around the window when the server is local.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Where these came from: "local", or the file given with --host-facts.
+    pub source: String,
+    pub arch: String,
+    pub kernel_release: Option<String>,
+    pub cpu_model_name: Option<String>,
+    pub cpu_vendor: Option<String>,
+    pub cpu_family: Option<u32>,
+    pub cpu_model: Option<u32>,
+    pub cpu_stepping: Option<u32>,
+    pub arm_implementer: Option<u32>,
+    pub arm_part: Option<u32>,
+    pub online_cpus: Option<u32>,
+    pub cache_line_bytes: Option<u32>,
+    /// Measured ns per spin hint (from a probe), when known.
+    pub ns_per_hint: Option<f64>,
+    pub tsc_ticks_per_hint: Option<f64>,
+    pub server_pid: Option<u32>,
+    pub server_comm: Option<String>,
+    pub cpu_before: Option<CpuTicks>,
+    pub cpu_after: Option<CpuTicks>,
+    /// (voluntary, nonvoluntary) context switches of the server process.
+    pub server_ctxt_before: Option<(u64, u64)>,
+    pub server_ctxt_after: Option<(u64, u64)>,
+}
+
+/// Everything doctor collected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub schema: String,
+    pub captured_at_unix_s: u64,
+    /// `user@host:port` or `user@socket`; never a password.
+    pub target: String,
+    pub local: bool,
+    pub version: String,
+    pub version_comment: Option<String>,
+    pub variables: BTreeMap<String, String>,
+    pub status_before: BTreeMap<String, String>,
+    pub status_after: BTreeMap<String, String>,
+    pub window_s: f64,
+    pub innodb_status: Option<String>,
+    pub pfs: Option<PfsRecord>,
+    pub burst: Option<BurstRecord>,
+    pub host: Option<HostFacts>,
+    pub refused: Vec<Refusal>,
+    /// Collection problems that are not privileges (server gone, timeouts).
+    pub notes: Vec<String>,
+    /// The server went away during collection: the evidence is partial.
+    #[serde(default)]
+    pub lost_connection: bool,
+}
+
+impl Snapshot {
+    pub fn save(&self, path: &Path) -> Result<()> {
+        crate::report::save_json(self, path)
+    }
+
+    /// Read a snapshot; anything unreadable or of another schema is bad input (exit 2).
+    pub fn load(path: &Path) -> Result<Snapshot> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::bad_input(format!(
+                "--snapshot {}: cannot read it ({e})",
+                path.display()
+            ))
+        })?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Error::bad_input(format!(
+                "--snapshot {}: not JSON ({e}); give a file written by doctor --save-snapshot",
+                path.display()
+            ))
+        })?;
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(SNAPSHOT_SCHEMA) => {}
+            other => {
+                return Err(Error::bad_input(format!(
+                    "--snapshot {}: schema {:?} is not {SNAPSHOT_SCHEMA}; give a file written by doctor --save-snapshot",
+                    path.display(),
+                    other.unwrap_or("missing")
+                )))
+            }
+        }
+        serde_json::from_value(v).map_err(|e| {
+            Error::bad_input(format!(
+                "--snapshot {}: damaged snapshot ({e})",
+                path.display()
+            ))
+        })
+    }
+}

@@ -1,0 +1,205 @@
+//! A throwaway MariaDB server for integration tests: a fresh datadir in a temp dir
+//! (mariadb-install-db), its own socket and 127.0.0.1 port, run as root (`--user=root`), and
+//! stopped in `Drop` even when the test panics. Nothing outside the temp dir is touched.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const MARIADBD: &str = "/usr/sbin/mariadbd";
+
+/// Path of a program on PATH or in the usual sbin dirs.
+pub fn which(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        return Path::new(prog).exists().then(|| PathBuf::from(prog));
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/usr/bin", "/sbin"])
+        .map(|d| Path::new(d).join(prog))
+        .find(|p| p.exists());
+    found
+}
+
+/// Whether everything needed to run a throwaway server is installed.
+pub fn available() -> Result<(), String> {
+    for p in [MARIADBD, "mariadb-install-db", "mariadb", "mariadb-admin"] {
+        if which(p).is_none() {
+            return Err(format!(
+                "{p} is not installed (apt-get install mariadb-server mariadb-client)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub struct MariaDb {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    pub port: u16,
+    pub socket: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+impl MariaDb {
+    /// Install a datadir and start the server with `extra` server options; waits until it
+    /// answers on its socket (up to 60 s).
+    pub fn start(extra: &[&str]) -> MariaDb {
+        let dir = tempfile::Builder::new()
+            .prefix("spinscope-mdb")
+            .tempdir()
+            .expect("tempdir");
+        let data = dir.path().join("data");
+        let out = Command::new(which("mariadb-install-db").unwrap())
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args([
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
+            .output()
+            .expect("running mariadb-install-db");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = free_port();
+        let socket = dir.path().join("mysqld.sock");
+        let child = Command::new(MARIADBD)
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--port={port}"))
+            .arg(format!(
+                "--pid-file={}",
+                dir.path().join("mysqld.pid").display()
+            ))
+            .arg(format!(
+                "--log-error={}",
+                dir.path().join("error.log").display()
+            ))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--user=root",
+                "--innodb-buffer-pool-size=128M",
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting mariadbd");
+        let mut db = MariaDb {
+            dir,
+            child: Some(child),
+            port,
+            socket,
+        };
+        let t0 = Instant::now();
+        loop {
+            if db.try_sql("SELECT 1").is_ok() {
+                break;
+            }
+            if let Some(c) = db.child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    panic!("mariadbd exited at start ({st}); log: {}", db.error_log());
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "mariadbd did not start: {}",
+                db.error_log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        db
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).expect("server running")
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
+    }
+
+    /// A `mariadb` client command on this server's socket, as root.
+    pub fn client(&self) -> Command {
+        let mut c = Command::new(which("mariadb").unwrap());
+        c.arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["--user=root", "--batch", "--skip-column-names"]);
+        c
+    }
+
+    fn try_sql(&self, sql: &str) -> Result<String, String> {
+        let out: Output = self
+            .client()
+            .args(["-e", sql])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// Run SQL and return its tab-separated output; panics with the server's message on error.
+    pub fn sql(&self, sql: &str) -> String {
+        self.try_sql(sql)
+            .unwrap_or_else(|e| panic!("SQL failed: {sql}: {e}"))
+    }
+
+    /// Run one statement that contains semicolons (a stored program body).
+    pub fn sql_delimited(&self, sql: &str) -> String {
+        let out = self
+            .client()
+            .args(["--delimiter=$$", "-e", sql])
+            .output()
+            .expect("mariadb client");
+        assert!(
+            out.status.success(),
+            "SQL failed: {sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on the pid of a child we spawned and have not reaped yet.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(30) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for MariaDb {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

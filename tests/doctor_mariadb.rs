@@ -1,0 +1,436 @@
+//! `spinscope doctor` against a throwaway MariaDB (tests/common/mariadb.rs) with
+//! performance_schema on: socket and TCP, the burst sampler under a bounded mariadb-slap load,
+//! --enable-instruments restoring the exact previous state (also on Ctrl-C), access denied,
+//! a missing PROCESS privilege, the spin-budget finding at a high delay, snapshot round trip.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::mariadb::{which, MariaDb};
+use spinscope::doctor::{DoctorDoc, Severity};
+
+const SECRET: &str = "Zq9secretXy";
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.arg("doctor").arg("--no-defaults").env_remove("MYSQL_PWD");
+    c
+}
+
+fn run(db: &MariaDb, args: &[&str]) -> Output {
+    bin()
+        .args(["-S", db.socket.to_str().unwrap(), "-u", "root"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> DoctorDoc {
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("spinscope.doctor/1")
+}
+
+fn instrument_state(db: &MariaDb) -> String {
+    db.sql(
+        "SELECT CONCAT(ENABLED, TIMED), COUNT(*) FROM performance_schema.setup_instruments \
+         WHERE NAME LIKE 'wait/synch/%' GROUP BY 1 ORDER BY 1; \
+         SELECT NAME, ENABLED FROM performance_schema.setup_consumers ORDER BY NAME",
+    )
+}
+
+fn finding<'a>(d: &'a DoctorDoc, id: &str) -> &'a spinscope::doctor::Finding {
+    d.findings.iter().find(|f| f.id == id).unwrap_or_else(|| {
+        panic!(
+            "no {id} in {:?}",
+            d.findings.iter().map(|f| &f.id).collect::<Vec<_>>()
+        )
+    })
+}
+
+#[test]
+fn doctor_against_a_live_mariadb() {
+    if let Err(why) = common::mariadb::available() {
+        panic!("{why}");
+    }
+    let db = MariaDb::start(&["--performance-schema=ON"]);
+    let port = db.port.to_string();
+
+    // Idle, over the socket: the sampler must not count its own session.
+    let d = json(&run(&db, &["--window", "2", "--json"]));
+    assert!(
+        d.server.starts_with("MariaDB 10.") || d.server.starts_with("MariaDB 11."),
+        "{}",
+        d.server
+    );
+    assert_eq!(d.semaphores.as_deref(), Some("blank-by-design"));
+    let b = d.burst.clone().unwrap();
+    eprintln!(
+        "idle burst sampler: {} samples, {:.1} Hz achieved, longest gap {:.1} ms, own CPU {:.2}%, query p50 {:.0} us",
+        b.samples, b.achieved_hz, b.longest_gap_ms, b.sampler_cpu_pct, b.sampler_query_p50_us
+    );
+    assert!(b.achieved_hz > 40.0, "{b:?}");
+    assert_eq!(b.threads_running.p50, 0.0, "own session counted: {b:?}");
+    finding(&d, "spin-budget");
+    finding(&d, "semaphores-untrusted");
+    // performance_schema on, instruments off by default, not enabled: say how to see them.
+    finding(&d, "pfs-latch-instruments-off");
+
+    // TCP, with the URL form; PREFERRED falls back to plain; REQUIRED is refused (exit 3).
+    let out = bin()
+        .args([
+            "--url",
+            &format!("mysql://root@127.0.0.1:{port}/"),
+            "--window",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let d = json(&out);
+    assert_eq!(d.target, format!("root@127.0.0.1:{port}"));
+    let out = bin()
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port,
+            "-u",
+            "root",
+            "--ssl-mode",
+            "REQUIRED",
+            "--window",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("TLS"), "{err}");
+
+    // A bounded write load on the socket while the sampler and the instruments watch.
+    let before = instrument_state(&db);
+    let slap = which("mariadb-slap").expect("mariadb-slap");
+    let mut load = Command::new(slap)
+        .args([
+            "--no-defaults",
+            &format!("--socket={}", db.socket.display()),
+            "--user=root",
+        ])
+        .args([
+            "--concurrency=16",
+            "--iterations=1",
+            "--number-of-queries=60000",
+            "--auto-generate-sql",
+            "--auto-generate-sql-load-type=write",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let snap = db.dir().join("snap.json");
+    let d = json(&run(
+        &db,
+        &[
+            "--window",
+            "3",
+            "--enable-instruments",
+            "--json",
+            "--save-snapshot",
+            snap.to_str().unwrap(),
+        ],
+    ));
+    let _ = load.wait();
+    assert_eq!(instrument_state(&db), before, "instruments not restored");
+    assert_eq!(d.pfs_instruments_restored, Some(true));
+    let b = d.burst.clone().unwrap();
+    eprintln!(
+        "loaded burst sampler: {} samples, {:.1} Hz achieved, longest gap {:.1} ms, running p50 {} p99 {} max {}, 1 s monitor max {}, own CPU {:.2}%",
+        b.samples, b.achieved_hz, b.longest_gap_ms, b.threads_running.p50, b.threads_running.p99,
+        b.threads_running.max, b.monitor_1s.max, b.sampler_cpu_pct
+    );
+    assert!(b.threads_running.max > 2.0, "{b:?}");
+    assert!(b.achieved_hz > 20.0 && b.longest_gap_ms > 0.0, "{b:?}");
+    assert!(
+        d.pfs_top_waits.iter().any(|w| w.event.contains("/innodb/")),
+        "no InnoDB latch named: {:?}",
+        d.pfs_top_waits
+    );
+    finding(&d, "pfs-latch-waits");
+    // Replay of the saved snapshot gives the same findings.
+    let out = bin()
+        .args(["--snapshot", snap.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let r = json(&out);
+    let ids = |d: &DoctorDoc| d.findings.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&r), ids(&d));
+
+    // Ctrl-C in the middle of the window: exit 130, partial report, instruments restored.
+    let child = bin()
+        .args(["-S", db.socket.to_str().unwrap(), "-u", "root"])
+        .args(["--window", "60", "--enable-instruments", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while instrument_state(&db) == before {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "instruments never enabled"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: DoctorDoc = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(d.burst.unwrap().interrupted);
+    assert_eq!(
+        instrument_state(&db),
+        before,
+        "instruments not restored after Ctrl-C"
+    );
+
+    // High delay: the spin-budget finding is critical, --fail-on critical exits 1.
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 6000");
+    let out = run(&db, &["--window", "0", "--json", "--fail-on", "critical"]);
+    assert_eq!(out.status.code(), Some(1));
+    let d = json(&out);
+    let f = finding(&d, "spin-budget");
+    assert_eq!(f.severity, Severity::Critical, "{}", f.title);
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 4");
+
+    // A monitoring user without PROCESS: says which privilege, carries on (exit 0).
+    db.sql(&format!(
+        "CREATE USER mon@localhost IDENTIFIED BY '{SECRET}'; GRANT SELECT ON *.* TO mon@localhost"
+    ));
+    let out = bin()
+        .args([
+            "-S",
+            db.socket.to_str().unwrap(),
+            "-u",
+            "mon",
+            "--window",
+            "1",
+            "--json",
+        ])
+        .env("MYSQL_PWD", SECRET)
+        .output()
+        .unwrap();
+    let d = json(&out);
+    let f = finding(&d, "missing-privilege");
+    assert!(f.title.contains("PROCESS"), "{}", f.title);
+    assert!(d.burst.is_some());
+    let snap2 = db.dir().join("mon.json");
+    let out = bin()
+        .args([
+            "-S",
+            db.socket.to_str().unwrap(),
+            "-u",
+            "mon",
+            "--window",
+            "0",
+        ])
+        .args(["--save-snapshot", snap2.to_str().unwrap()])
+        .env("MYSQL_PWD", SECRET)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!std::fs::read_to_string(&snap2).unwrap().contains(SECRET));
+
+    // Wrong password: access denied, exit 3, one line, the password never shown.
+    let out = bin()
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port,
+            "-u",
+            "mon",
+            "-pWrongPw123",
+            "--window",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("access denied for mon@127.0.0.1"), "{err}");
+    assert!(
+        !err.contains("WrongPw123") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn server_gone_mid_window_reports_partial_and_exits_3() {
+    let db = MariaDb::start(&[]);
+    let child = bin()
+        .args([
+            "-S",
+            db.socket.to_str().unwrap(),
+            "-u",
+            "root",
+            "--window",
+            "30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: kill(2) on the pid of the test server's process, which the harness owns.
+    unsafe {
+        libc::kill(db.pid() as libc::pid_t, libc::SIGKILL);
+    }
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("went away"), "{err}");
+    assert!(report.contains("burst sampler stopped"), "{report}");
+    assert!(!err.contains("panicked"));
+}
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA and a server certificate for 127.0.0.1 in `dir`, plus an unrelated CA.
+fn certificates(dir: &std::path::Path) {
+    let x509 = |key: &str, out: &str, cn: &str| {
+        openssl(
+            dir,
+            &[
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", cn,
+                "-keyout", key, "-out", out,
+            ],
+        );
+    };
+    x509("ca-key.pem", "ca.pem", "/CN=spinscope test CA");
+    x509("other-key.pem", "other-ca.pem", "/CN=some other CA");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server-key.pem",
+            "-out",
+            "server.csr",
+        ],
+    );
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "server-cert.pem",
+        ],
+    );
+}
+
+#[test]
+fn tls_modes_against_a_server_with_a_certificate() {
+    let certs = tempfile::tempdir().unwrap();
+    certificates(certs.path());
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let db = MariaDb::start(&[
+        &format!("--ssl-ca={}", p("ca.pem")),
+        &format!("--ssl-cert={}", p("server-cert.pem")),
+        &format!("--ssl-key={}", p("server-key.pem")),
+    ]);
+    let port = db.port.to_string();
+    let accepts = || {
+        db.sql("SHOW GLOBAL STATUS LIKE 'Ssl_accepts'")
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let tcp = |mode: &str, ca: &str| {
+        bin()
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &port,
+                "-u",
+                "root",
+                "--window",
+                "0",
+                "--json",
+            ])
+            .args(["--ssl-mode", mode, "--ssl-ca", ca])
+            .output()
+            .unwrap()
+    };
+    for mode in ["REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"] {
+        let n = accepts();
+        let out = tcp(mode, &p("ca.pem"));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(accepts() > n, "{mode}: no TLS handshake counted");
+    }
+    let out = tcp("VERIFY_CA", &p("other-ca.pem"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("TLS") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
