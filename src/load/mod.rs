@@ -1,0 +1,54 @@
+//! `sweep`'s measuring side: the scratch schema (sysbench-compatible `sbtest` tables), the
+//! workloads, the driver threads (one connection per client, closed or open loop, HdrHistogram
+//! per step) and the settings guard that restores every `SET GLOBAL` it made.
+//!
+//! Connections come from a [`Connector`] so the driver does not care how the command line
+//! described the server (the shared connection code lives in `server::conn`).
+
+pub mod driver;
+pub mod guard;
+pub mod schema;
+pub mod spec;
+pub mod workload;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Opens one new connection to the server under test (called once per client thread, and
+/// again to reconnect after the server dropped a connection).
+pub type Connector = Arc<dyn Fn() -> crate::Result<mysql::Conn> + Send + Sync>;
+
+/// Set by SIGINT/SIGTERM: the driver ends the step, the sweep saves what it has, restores the
+/// settings and exits 130.
+pub fn install_stop_flag() -> crate::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| crate::Error::runtime(format!("installing the signal handler: {e}")))?;
+    }
+    Ok(stop)
+}
+
+/// Whether a stop was requested.
+pub fn stopped(flag: &AtomicBool) -> bool {
+    flag.load(Ordering::Relaxed)
+}
+
+/// A short, password-free description of a client error, and its MySQL error code if any.
+pub fn describe_error(e: &mysql::Error) -> (Option<u16>, String) {
+    match e {
+        mysql::Error::MySqlError(m) => (Some(m.code), format!("ERROR {}: {}", m.code, m.message)),
+        other => (None, other.to_string()),
+    }
+}
+
+/// Whether an error means the connection is gone (reconnect) rather than the statement failed.
+pub fn is_connection_error(e: &mysql::Error) -> bool {
+    match e {
+        // 1053 server shutdown, 1927 connection killed, 4031 idle disconnect.
+        mysql::Error::MySqlError(m) => matches!(m.code, 1053 | 1927 | 4031),
+        mysql::Error::IoError(_) | mysql::Error::CodecError(_) => true,
+        mysql::Error::DriverError(_) => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,616 @@
+//! Integration: `spinscope sweep` against a throwaway MariaDB (own datadir, socket and port,
+//! stopped at the end). prepare / run (3-step ladder, A/B of innodb_spin_wait_delay with
+//! repeats, open loop, connections killed mid-step) / cleanup, and SIGINT mid-run: the setting
+//! is restored and the partial results are saved. All load stays on the local throwaway
+//! server and is bounded in time.
+
+mod common;
+
+use std::process::{Command as StdCommand, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use common::mariadb::{self, MariaDb};
+use serde_json::Value;
+
+/// The tests share 2 cores with the server: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A value distinct from both variants, so restoring is visible.
+const ORIGINAL_DELAY: &str = "7";
+
+fn start() -> Option<MariaDb> {
+    if let Err(why) = mariadb::available() {
+        eprintln!("\n!!! SKIPPING sweep_mariadb: {why} !!!\n");
+        return None;
+    }
+    let db = MariaDb::start(&[
+        "--innodb-flush-log-at-trx-commit=0",
+        "--max-connections=100",
+    ]);
+    db.sql(&format!(
+        "SET GLOBAL innodb_spin_wait_delay = {ORIGINAL_DELAY}"
+    ));
+    Some(db)
+}
+
+fn sweep(db: &MariaDb) -> Command {
+    let mut c = Command::cargo_bin("spinscope").unwrap();
+    c.arg("sweep");
+    c.env_remove("MYSQL_PWD");
+    let _ = db;
+    c
+}
+
+fn sock(db: &MariaDb) -> String {
+    db.socket.display().to_string()
+}
+
+fn delay(db: &MariaDb) -> String {
+    db.sql("SELECT @@GLOBAL.innodb_spin_wait_delay")
+        .trim()
+        .to_string()
+}
+
+fn prepare(db: &MariaDb) {
+    sweep(db)
+        .args([
+            "prepare",
+            "--socket",
+            &sock(db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--tables",
+            "2",
+            "--table-size",
+            "2000",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM spinscope.sbtest2").trim(),
+        "2000"
+    );
+    assert!(db.sql("SHOW INDEX FROM spinscope.sbtest1").contains("k_1"));
+}
+
+#[test]
+fn prepare_run_ab_open_loop_and_cleanup() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start() else { return };
+    prepare(&db);
+
+    // A/B on write-only, 3-step ladder, interleaved repeats; JSON on stdout, files saved.
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("sweep.json");
+    let html = dir.path().join("sweep.html");
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "write-only",
+            "--threads",
+            "1,2,4",
+        ])
+        .args([
+            "--warmup",
+            "0.3",
+            "--duration",
+            "1",
+            "--repeat",
+            "2",
+            "--report-interval",
+            "0.5",
+        ])
+        .args(["--variant", "d4:innodb_spin_wait_delay=4"])
+        .args(["--variant", "d200:innodb_spin_wait_delay=200"])
+        .args(["--sla", "p99<50ms", "--json"])
+        .arg("--save")
+        .arg(&save)
+        .arg("--csv")
+        .arg(dir.path().join("sweep.csv"))
+        .arg("--charts")
+        .arg(dir.path().join("charts"))
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "restored innodb_spin_wait_delay = {ORIGINAL_DELAY}"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        delay(&db),
+        ORIGINAL_DELAY,
+        "the global setting was not restored"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(doc["schema"], "spinscope.sweep/1");
+    assert_eq!(doc["complete"], true);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3 * 2 * 2);
+    // Interleaved: d4 d200 d4 d200 at each concurrency.
+    let order: Vec<&str> = steps[..4]
+        .iter()
+        .map(|s| s["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["d4", "d200", "d4", "d200"]);
+    for s in steps {
+        assert!(s["tps"].as_f64().unwrap() > 10.0, "{s}");
+        assert!(s["queries"].as_u64().unwrap() >= 6 * s["txns"].as_u64().unwrap() - 6);
+        let h = s["histogram"]["data"].as_str().unwrap();
+        assert!(
+            h.starts_with("HISTFAAA"),
+            "not HdrHistogram V2 compressed base64: {h}"
+        );
+        assert!(!s["windows_tps"].as_array().unwrap().is_empty());
+        let applied = &s["applied"][0]["value"];
+        assert_eq!(applied, if s["variant"] == "d4" { "4" } else { "200" });
+        // Closed loop: Little's law holds within 10% (clients never idle).
+        assert!(s["little"]["ratio"].as_f64().unwrap() > 0.8, "{s}");
+    }
+    let changed = &doc["settings_changed"][0];
+    assert_eq!(changed["variable"], "innodb_spin_wait_delay");
+    assert_eq!(changed["original"], ORIGINAL_DELAY);
+    assert_eq!(changed["restored"], true);
+    let ab = doc["analysis"]["ab"].as_array().unwrap();
+    assert_eq!(ab.len(), 3);
+    for v in ab {
+        let t = v["tps"]["text"].as_str().unwrap();
+        assert!(
+            t.starts_with("no significant difference")
+                || t.starts_with("higher")
+                || t.starts_with("lower"),
+            "{t}"
+        );
+        eprintln!("A/B {} threads: {t}", v["threads"]);
+    }
+    assert_eq!(doc["analysis"]["variants"].as_array().unwrap().len(), 2);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(saved["steps"].as_array().unwrap().len(), 12);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains("A/B verdicts"));
+    assert!(dir.path().join("charts/throughput.svg").exists());
+    let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 13);
+
+    // Open loop at a rate the server easily keeps: latency from intended starts, rate kept.
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "point-select",
+            "--threads",
+            "2",
+        ])
+        .args([
+            "--warmup",
+            "0.2",
+            "--duration",
+            "1",
+            "--rate",
+            "200",
+            "--json",
+            "--report-interval",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["config"]["mode"], "open");
+    let ol = &doc["steps"][0]["open_loop"];
+    let tps = ol["achieved_tps"].as_f64().unwrap();
+    assert!((150.0..=250.0).contains(&tps), "{ol}");
+    assert_eq!(ol["kept_up"], true, "{ol}");
+
+    // Open loop at a rate no 2-core box keeps: it must say so, not silently lower the rate.
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "read-write",
+            "--threads",
+            "2",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+            "--rate",
+            "1000000",
+            "--json",
+            "--report-interval",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not keep up with --rate"), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["steps"][0]["open_loop"]["kept_up"], false);
+
+    // A custom statement file, prepared per table, one pass per transaction.
+    let sql = dir.path().join("mine.sql");
+    std::fs::write(
+        &sql,
+        "-- read then write one row\nSELECT c FROM {table} WHERE id={id};\nUPDATE {table} SET k=k+1, c={c} WHERE id={id};\n",
+    )
+    .unwrap();
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--threads",
+            "2",
+            "--warmup",
+            "0",
+            "--duration",
+            "0.5",
+        ])
+        .args(["--json", "--report-interval", "0", "--sql"])
+        .arg(&sql)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["config"]["workload"], "custom");
+    let st = &doc["steps"][0];
+    assert!(st["txns"].as_u64().unwrap() > 0, "{st}");
+    assert_eq!(
+        st["queries"].as_u64().unwrap(),
+        2 * st["txns"].as_u64().unwrap()
+    );
+    assert!(st["errors"].as_object().unwrap().is_empty(), "{st}");
+
+    // Connections killed mid-step: the step is marked and the clients reconnect.
+    let child = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "sweep",
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "point-select",
+            "--threads",
+            "2",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--duration",
+            "2.5",
+            "--json",
+            "--report-interval",
+            "0",
+            "--repeat",
+            "2",
+            "--variant",
+            "k:innodb_spin_wait_delay=9",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    // Every spinscope connection: the clients and the settings guard's admin connection.
+    let ids = db.sql(
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'root' AND ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'",
+    );
+    for id in ids.split_whitespace() {
+        let _ = db
+            .client()
+            .args(["-e", &format!("KILL CONNECTION {id}")])
+            .output();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let st = &doc["steps"][0];
+    assert!(st["reconnects"].as_u64().unwrap() >= 1, "{st}");
+    assert_eq!(st["disturbed"], true);
+    assert!(st["tps"].as_f64().unwrap() > 0.0);
+    // The guard lost its connection too: it reconnected for the next step and restored.
+    assert_eq!(doc["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["steps"][1]["applied"][0]["value"], "9");
+    assert_eq!(doc["settings_changed"][0]["restored"], true);
+    assert_eq!(delay(&db), ORIGINAL_DELAY);
+
+    // Settings the server refuses are bad input, checked before any load runs.
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--threads",
+            "1",
+            "--duration",
+            "0.5",
+        ])
+        .args(["--variant", "x:innodb_autoinc_lock_mode=1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs a restart"), "{err}");
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--threads",
+            "1",
+            "--duration",
+            "0.5",
+        ])
+        .args(["--variant", "x:no_such_variable_here=1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+
+    // cleanup drops only what spinscope created.
+    db.sql("CREATE DATABASE not_ours");
+    sweep(&db)
+        .args([
+            "cleanup",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--schema",
+            "not_ours",
+        ])
+        .assert()
+        .code(2);
+    sweep(&db)
+        .args([
+            "prepare",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--schema",
+            "not_ours",
+            "--table-size",
+            "10",
+        ])
+        .assert()
+        .code(2);
+    sweep(&db)
+        .args([
+            "cleanup",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+        ])
+        .assert()
+        .success();
+    assert_eq!(db.sql("SHOW DATABASES LIKE 'spinscope'").trim(), "");
+    assert_eq!(db.sql("SHOW DATABASES LIKE 'not_ours'").trim(), "not_ours");
+    assert_eq!(delay(&db), ORIGINAL_DELAY);
+}
+
+#[test]
+fn sigint_mid_run_restores_the_setting_and_keeps_partial_results() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start() else { return };
+    prepare(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("partial.json");
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "sweep",
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "write-only",
+        ])
+        .args([
+            "--threads",
+            "1,2,4,8",
+            "--warmup",
+            "0",
+            "--duration",
+            "1.5",
+            "--report-interval",
+            "0",
+        ])
+        .args(["--variant", "d200:innodb_spin_wait_delay=200"])
+        .arg("--save")
+        .arg(&save)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first saved step, then interrupt in the middle of the second.
+    let t0 = Instant::now();
+    while !save.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no step saved in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(delay(&db), "200", "the variant should be in force mid-run");
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("spinscope did not stop within 20 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!(
+            "restored innodb_spin_wait_delay = {ORIGINAL_DELAY}"
+        )),
+        "{err}"
+    );
+    assert_eq!(delay(&db), ORIGINAL_DELAY, "not restored after SIGINT");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["complete"], false);
+    let steps = doc["steps"].as_array().unwrap();
+    assert!(
+        !steps.is_empty() && steps.len() < 4,
+        "{} steps",
+        steps.len()
+    );
+    assert_eq!(steps[0]["interrupted"], false);
+    assert!(steps[0]["txns"].as_u64().unwrap() > 0);
+    assert_eq!(doc["settings_changed"][0]["restored"], true);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stopped early"));
+}
+
+#[test]
+fn server_killed_mid_run_stops_with_partial_results_and_the_restore_statement() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start() else { return };
+    prepare(&db);
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("partial.json");
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "sweep",
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "point-select",
+        ])
+        .args([
+            "--threads",
+            "1,2,4",
+            "--warmup",
+            "0",
+            "--duration",
+            "1.5",
+            "--report-interval",
+            "0",
+        ])
+        .args(["--variant", "d200:innodb_spin_wait_delay=200"])
+        .arg("--save")
+        .arg(&save)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !save.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no step saved in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on the throwaway server this test started; the harness reaps it.
+    unsafe {
+        libc::kill(db.pid() as libc::pid_t, libc::SIGKILL);
+    }
+    let t1 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t1.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("spinscope did not stop within 30 s of the server's death");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("could not restore innodb_spin_wait_delay"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "SET GLOBAL innodb_spin_wait_delay = {ORIGINAL_DELAY}"
+        )),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    assert_eq!(doc["complete"], false);
+    assert!(
+        doc["stopped_because"].is_string(),
+        "{}",
+        doc["stopped_because"]
+    );
+    let steps = doc["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    assert!(steps[0]["txns"].as_u64().unwrap() > 0);
+    assert_eq!(doc["settings_changed"][0]["restored"], false);
+}
