@@ -1,0 +1,62 @@
+//! Flame graph via inferno: frames of the spin/latch classes get their class colour (through
+//! inferno's palette map), everything else inferno's deterministic "hot" hash colours; a legend
+//! is added in the top-right corner. Same folded input, same SVG bytes.
+
+use inferno::flamegraph::color::{Color, PaletteMap};
+
+use super::rules::{self, Class};
+use crate::error::{Error, Result};
+
+const WIDTH: usize = 1200;
+
+/// Render folded stacks to an SVG document.
+pub fn flame_graph(folded: &[(String, u64)], title: &str) -> Result<String> {
+    let mut map = PaletteMap::default();
+    for (stack, _) in folded {
+        for f in stack.split(';').skip(1) {
+            if let Some(c) = rules::frame_class(f).filter(|c| c.is_latch()) {
+                let (r, g, b) = c.rgb();
+                map.insert(f, Color { r, g, b });
+            }
+        }
+    }
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.hash = true;
+    opts.deterministic = true;
+    opts.image_width = Some(WIDTH);
+    opts.count_name = "samples".to_string();
+    opts.palette_map = Some(&mut map);
+    let lines: Vec<String> = folded.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(|s| s.as_str()), &mut out)
+        .map_err(|e| Error::runtime(format!("drawing the flame graph failed: {e}")))?;
+    let svg = String::from_utf8(out).map_err(|e| Error::runtime(format!("flame graph: {e}")))?;
+    Ok(add_legend(&svg))
+}
+
+fn add_legend(svg: &str) -> String {
+    let latch: Vec<Class> = Class::ALL
+        .iter()
+        .copied()
+        .filter(|c| c.is_latch())
+        .collect();
+    let x = WIDTH - 300;
+    let mut g = String::from("<g id=\"spinscope-legend\">");
+    for (i, c) in latch.iter().enumerate() {
+        let y = 30 + 16 * i;
+        let (r, gg, b) = c.rgb();
+        g.push_str(&format!(
+            "<rect x=\"{x}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"rgb({r},{gg},{b})\"/>\
+             <text x=\"{}\" y=\"{}\" font-size=\"11\" font-family=\"Verdana\">{}</text>",
+            x + 16,
+            y + 10,
+            c.label()
+        ));
+    }
+    g.push_str("</g>");
+    match svg.rfind("</svg>") {
+        Some(i) => format!("{}{}\n{}", &svg[..i], g, &svg[i..]),
+        None => svg.to_string(),
+    }
+}
