@@ -1,9 +1,250 @@
-//! `spinscope probe` arguments (stub, replaced by the probe implementation).
-use crate::error::Result;
+//! `spinscope probe`: measure this machine's spin hint and describe the CPU.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use crate::cpu::{self, ProbeOptions, ProbeReport};
+use crate::error::{Error, Result};
+use crate::report::{fmt_ns, fmt_num};
+
+const AFTER_HELP: &str = "\
+Method: many short batches of unrolled spin hints (x86 PAUSE; aarch64 ISB and YIELD), each
+between two serialized counter reads; the counter (TSC / CNTVCT) is calibrated against
+CLOCK_MONOTONIC_RAW; the timer's own cost is subtracted; min, median and spread (IQR) over
+the batches are reported. Core cycles per hint come from the hardware cycle counter
+(perf_event_open) where one can be read, and are reported as unavailable otherwise.
+
+Examples:
+  spinscope probe                          # the current CPU, under a second
+  spinscope probe --cpus all --smt-load    # every CPU, idle and with its SMT sibling busy
+  spinscope probe --save host-a.json       # for `spin --probe` / `doctor --host-facts`
+  spinscope probe --json | jq .summary";
 
 #[derive(Debug, clap::Args)]
-pub struct ProbeArgs {}
+#[command(after_help = AFTER_HELP)]
+pub struct ProbeArgs {
+    /// CPUs to measure, one after another, pinned with sched_setaffinity: `all` or a list
+    /// such as `0,2-3`. Default: the CPU this process runs on.
+    #[arg(long, value_name = "all|LIST")]
+    pub cpus: Option<String>,
+    /// Also measure each CPU while its SMT sibling runs a busy loop (says so where there is
+    /// no sibling).
+    #[arg(long)]
+    pub smt_load: bool,
+    /// Timed batches per CPU and hint (more = tighter statistics, longer run).
+    #[arg(long, default_value_t = 4000, value_name = "N")]
+    pub batches: usize,
+    /// Print the `spinscope.probe/1` JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON document to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+}
 
-pub fn run(_a: ProbeArgs) -> Result<i32> {
-    Err(crate::Error::runtime("probe is not built yet"))
+pub fn run(a: ProbeArgs) -> Result<i32> {
+    if !(10..=1_000_000).contains(&a.batches) {
+        return Err(Error::bad_input(format!(
+            "--batches {}: out of range; give 10 to 1000000",
+            a.batches
+        )));
+    }
+    let mut o = ProbeOptions {
+        batches: a.batches,
+        smt_load: a.smt_load,
+        ..Default::default()
+    };
+    if let Some(spec) = &a.cpus {
+        let allowed = cpu::measure::get_affinity()
+            .map(|s| cpu::measure::cpus_in(&s))
+            .unwrap_or_default();
+        o.cpus = Some(cpu::resolve_cpus(spec, &allowed)?);
+    }
+    let show_progress = std::io::stderr().is_terminal();
+    let report = cpu::probe(&o, &mut |msg| {
+        if show_progress {
+            eprint!("\r\x1b[2Kspinscope probe: {msg}...");
+        }
+    })?;
+    if show_progress {
+        eprint!("\r\x1b[2K");
+    }
+    if let Some(path) = &a.save {
+        crate::report::save_json(&report, path)?;
+    }
+    if a.json {
+        crate::report::print_json(&report)?;
+    } else {
+        print!("{}", render(&report));
+        if let Some(path) = &a.save {
+            println!("saved to {}", path.display());
+        }
+    }
+    Ok(crate::error::EXIT_OK)
+}
+
+fn size(b: u64) -> String {
+    if b >= 1 << 20 && b % (1 << 20) == 0 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// The human report.
+pub fn render(r: &ProbeReport) -> String {
+    let mut out = String::new();
+    let name = if r.cpu.model_name.is_empty() {
+        format!("{} part {:#x}", r.cpu.vendor, r.cpu.arm_part)
+    } else {
+        r.cpu.model_name.clone()
+    };
+    let uarch = match (&r.cpu.reference_key, &r.cpu.microarch) {
+        (Some(k), Some(m)) => format!("{k}: {m}"),
+        _ => "not in the reference table".into(),
+    };
+    let ident = if r.cpu.arm_implementer != 0 {
+        format!(
+            "implementer {:#x} part {:#x}",
+            r.cpu.arm_implementer, r.cpu.arm_part
+        )
+    } else {
+        format!(
+            "family {} model {} stepping {}",
+            r.cpu.family, r.cpu.model, r.cpu.stepping
+        )
+    };
+    out += &format!("cpu        {name} ({uarch}; {} {ident})\n", r.cpu.vendor);
+    out += &format!(
+        "host       {} {}, kernel {}\n",
+        r.host.hostname.as_deref().unwrap_or("-"),
+        r.host.arch,
+        r.host.kernel_release.as_deref().unwrap_or("unknown")
+    );
+    let t = &r.topology;
+    out +=
+        &format!(
+        "topology   {} socket(s), {} core(s), {} thread(s), SMT {}, NUMA nodes {}, online {}{}\n",
+        t.sockets,
+        t.cores,
+        t.threads,
+        if t.smt { "on" } else { "off" },
+        t.numa_nodes.map_or("-".into(), |n| n.to_string()),
+        t.online,
+        if t.exact { "" } else { " (placement not readable: assumed)" }
+    );
+    let caches: Vec<String> = r
+        .caches
+        .iter()
+        .map(|c| {
+            let k = match c.kind.as_str() {
+                "Data" => "d",
+                "Instruction" => "i",
+                _ => "",
+            };
+            format!("L{}{k} {}", c.level, size(c.size_bytes))
+        })
+        .collect();
+    out += &format!(
+        "caches     {}; cache line {}\n",
+        if caches.is_empty() {
+            "not readable".into()
+        } else {
+            caches.join(", ")
+        },
+        r.cache_line_bytes
+            .map_or("unknown".into(), |l| format!("{l} B"))
+    );
+    out += &format!(
+        "hypervisor {}\n",
+        if r.hypervisor.present {
+            format!(
+                "yes ({})",
+                r.hypervisor.vendor.as_deref().unwrap_or("vendor unknown")
+            )
+        } else {
+            "none detected".into()
+        }
+    );
+    let c = &r.counter;
+    out += &format!(
+        "counter    {} {} GHz{}{}, calibrated in {} ms\n\n",
+        c.name,
+        fmt_num(c.ghz),
+        c.nominal_ghz
+            .map_or(String::new(), |n| format!(" (nominal {})", fmt_num(n))),
+        match c.invariant {
+            Some(true) => ", invariant",
+            Some(false) => ", NOT invariant",
+            None => "",
+        },
+        fmt_num(c.calibration_ms)
+    );
+
+    let mut tab = crate::report::table(&[
+        "CPU",
+        "hint",
+        "sibling",
+        "batches",
+        "ticks/hint min",
+        "median",
+        "spread",
+        "ns/hint min",
+        "median",
+        "cycles/hint",
+    ]);
+    for m in &r.measurements {
+        tab.add_row(vec![
+            m.cpu.to_string(),
+            m.hint.name().to_string(),
+            m.smt_sibling_busy
+                .map_or("idle".into(), |s| format!("{s} busy")),
+            format!("{}x{}", m.batches, m.hints_per_batch),
+            fmt_num(m.ticks_per_hint.min),
+            fmt_num(m.ticks_per_hint.median),
+            format!("{}%", fmt_num(m.ticks_per_hint.iqr_pct)),
+            fmt_num(m.ns_per_hint.min),
+            fmt_num(m.ns_per_hint.median),
+            m.core_cycles_per_hint.map_or("unavailable".into(), fmt_num),
+        ]);
+    }
+    out += &format!("{tab}\n\n");
+    let s = &r.summary;
+    out += &format!(
+        "one {} here takes {} ({} {} ticks{}): {}x the {} baseline of {} per hint.\n",
+        s.hint.name().to_uppercase(),
+        fmt_ns(s.ns_per_hint),
+        fmt_num(s.ticks_per_hint),
+        c.name,
+        s.core_cycles_per_hint
+            .map_or(String::new(), |cy| format!(", {} core cycles", fmt_num(cy))),
+        fmt_num(s.vs_baseline),
+        crate::spin::cpus::baseline().microarch,
+        fmt_ns(crate::spin::cpus::baseline().ns_per_hint()),
+    );
+    if let Some(refc) = r.cpu.reference_hint_cycles {
+        out += &format!(
+            "the reference table says {} cycles per hint for this microarchitecture.\n",
+            fmt_num(refc)
+        );
+    }
+    let m = &r.mariadb_rule;
+    out += &format!("MariaDB's startup rule: {}\n", m.explanation);
+    if m.applies {
+        out += &format!(
+            "  so innodb_spin_wait_delay=4 spins {} hints per round = {} here.\n",
+            fmt_num(m.hints_per_round_per_unit_delay * 4.0),
+            fmt_ns(m.hints_per_round_per_unit_delay * 4.0 * s.ns_per_hint)
+        );
+    }
+    if let Some(n) = &r.hypervisor.note {
+        out += &format!("note: {n}\n");
+    }
+    for n in &r.notes {
+        out += &format!("note: {n}\n");
+    }
+    out += &format!("probe took {} ms\n", fmt_num(r.elapsed_ms));
+    out
 }

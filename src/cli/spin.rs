@@ -126,9 +126,21 @@ fn resolve_cpu(a: &SpinArgs) -> Result<CpuModel> {
     probe_model(None)
 }
 
-// PROBE-GLUE: replaced once the cpu module lands.
-fn probe_model(_path: Option<&std::path::Path>) -> Result<CpuModel> {
-    Err(Error::runtime("probe not wired yet"))
+/// A saved probe (`--probe FILE`) or a quick live probe of the current CPU.
+fn probe_model(path: Option<&std::path::Path>) -> Result<CpuModel> {
+    match path {
+        Some(p) => {
+            let r = crate::cpu::load_probe_file(p)?;
+            Ok(crate::cpu::cpu_model(
+                &r,
+                &format!("{} ({})", crate::cpu::describe(&r), p.display()),
+            ))
+        }
+        None => {
+            let r = crate::cpu::probe_current_cpu_quick()?;
+            Ok(crate::cpu::cpu_model(&r, &crate::cpu::describe(&r)))
+        }
+    }
 }
 
 fn host_arch() -> Arch {

@@ -87,7 +87,7 @@ pub fn parse_cpuinfo(text: &str) -> CpuInfo {
     let mut info = CpuInfo::default();
     let mut first_done = false;
     let mut cur: Option<ProcEntry> = None;
-    let mut finish = |cur: &mut Option<ProcEntry>, info: &mut CpuInfo| {
+    let finish = |cur: &mut Option<ProcEntry>, info: &mut CpuInfo| {
         if let Some(e) = cur.take() {
             info.processors.push(e);
         }

@@ -207,13 +207,14 @@ pub fn numa_nodes_from(online: &str) -> Option<usize> {
 }
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// The online logical CPUs (/sys), else the cpuinfo processors, else 0..available_parallelism.
 pub fn read_online_cpus(procs: &[ProcEntry]) -> Vec<usize> {
-    if let Some(v) = read_trim(format!("{SYS_CPU}/online")).and_then(|s| parse_cpu_list(&s).ok())
-    {
+    if let Some(v) = read_trim(format!("{SYS_CPU}/online")).and_then(|s| parse_cpu_list(&s).ok()) {
         if !v.is_empty() {
             return v;
         }
@@ -232,7 +233,9 @@ pub fn read_topology(online: &[usize], procs: &[ProcEntry]) -> (Vec<CpuTopo>, bo
         .iter()
         .map(|&cpu| {
             let dir = format!("{SYS_CPU}/cpu{cpu}/topology");
-            let package = read_trim(format!("{dir}/physical_package_id"))?.parse().ok()?;
+            let package = read_trim(format!("{dir}/physical_package_id"))?
+                .parse()
+                .ok()?;
             let core = read_trim(format!("{dir}/core_id"))?.parse().ok()?;
             let siblings = read_trim(format!("{dir}/core_cpus_list"))
                 .or_else(|| read_trim(format!("{dir}/thread_siblings_list")))
@@ -325,7 +328,10 @@ mod tests {
 
     #[test]
     fn cpu_lists_parse_and_format() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11\n").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
         assert_eq!(parse_cpu_list("").unwrap(), Vec::<usize>::new());
         assert_eq!(parse_cpu_list("2,0,2").unwrap(), vec![0, 2]);
         assert!(parse_cpu_list("3-1").is_err());
@@ -346,12 +352,22 @@ mod tests {
         assert_eq!(parse_cache_size(""), None);
         let c = cache_from_fields("1", "Data", "32K", Some("64"), Some("0,64")).unwrap();
         assert_eq!(
-            (c.name.as_str(), c.size_bytes, c.line_bytes, c.shared_by_cpus),
+            (
+                c.name.as_str(),
+                c.size_bytes,
+                c.line_bytes,
+                c.shared_by_cpus
+            ),
             ("L1d", 32768, Some(64), 2)
         );
         let c = cache_from_fields("3", "Unified", "32768K", None, Some("0-15")).unwrap();
         assert_eq!((c.name.as_str(), c.shared_by_cpus), ("L3", 16));
-        assert_eq!(cache_from_fields("1", "Instruction", "32K", None, None).unwrap().name, "L1i");
+        assert_eq!(
+            cache_from_fields("1", "Instruction", "32K", None, None)
+                .unwrap()
+                .name,
+            "L1i"
+        );
         assert!(cache_from_fields("x", "Data", "32K", None, None).is_none());
     }
 
@@ -364,7 +380,12 @@ mod tests {
             core,
             siblings: sib.to_vec(),
         };
-        let v = vec![e(0, 0, &[0, 2]), e(1, 1, &[1, 3]), e(2, 0, &[0, 2]), e(3, 1, &[1, 3])];
+        let v = vec![
+            e(0, 0, &[0, 2]),
+            e(1, 1, &[1, 3]),
+            e(2, 0, &[0, 2]),
+            e(3, 1, &[1, 3]),
+        ];
         let t = summarize(&v);
         assert_eq!((t.sockets, t.cores, t.threads, t.smt), (1, 2, 4, true));
         assert_eq!(smt_sibling(&v, 0), Some(2));
@@ -380,15 +401,18 @@ mod tests {
     #[test]
     fn topology_from_cpuinfo_fixtures() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cpuinfo");
-        let sky = parse_cpuinfo(&std::fs::read_to_string(format!("{dir}/skylake-sp-2s.txt")).unwrap());
+        let sky =
+            parse_cpuinfo(&std::fs::read_to_string(format!("{dir}/skylake-sp-2s.txt")).unwrap());
         let v = from_cpuinfo(&sky.processors).unwrap();
         let t = summarize(&v);
         assert_eq!((t.sockets, t.cores, t.threads, t.smt), (2, 2, 4, true));
         assert_eq!(smt_sibling(&v, 2), Some(3));
-        let epyc = parse_cpuinfo(&std::fs::read_to_string(format!("{dir}/epyc-genoa-vm.txt")).unwrap());
+        let epyc =
+            parse_cpuinfo(&std::fs::read_to_string(format!("{dir}/epyc-genoa-vm.txt")).unwrap());
         let t = summarize(&from_cpuinfo(&epyc.processors).unwrap());
         assert_eq!((t.sockets, t.cores, t.threads, t.smt), (1, 2, 2, false));
-        let arm = parse_cpuinfo(&std::fs::read_to_string(format!("{dir}/neoverse-n1.txt")).unwrap());
+        let arm =
+            parse_cpuinfo(&std::fs::read_to_string(format!("{dir}/neoverse-n1.txt")).unwrap());
         assert!(from_cpuinfo(&arm.processors).is_none());
     }
 

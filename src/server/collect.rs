@@ -345,7 +345,16 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
 
     let local = t.is_local();
     let mut host = if local {
-        let mut h = super::host::local_static();
+        // A probe file given with --host-facts replaces the live measurement.
+        let mut h = if o
+            .host_facts
+            .as_ref()
+            .is_some_and(|f| f.ns_per_hint.is_some())
+        {
+            super::host::local_static()
+        } else {
+            super::host::local_with_probe()
+        };
         if let Some(pf) = variables.get("pid_file") {
             if let Some((pid, comm)) = super::host::server_pid(pf) {
                 h.server_pid = Some(pid);

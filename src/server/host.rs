@@ -80,6 +80,43 @@ pub fn local_static() -> HostFacts {
     }
 }
 
+/// Host facts from a probe report (`spinscope probe --save FILE`, or a quick live probe).
+pub fn from_probe(r: &crate::cpu::ProbeReport, source: &str) -> HostFacts {
+    let opt = |x: u32| (x != 0).then_some(x);
+    let is_arm = r.cpu.arm_implementer != 0;
+    HostFacts {
+        source: source.to_string(),
+        arch: r.host.arch.clone(),
+        kernel_release: r.host.kernel_release.clone(),
+        cpu_model_name: Some(r.cpu.model_name.clone()).filter(|s| !s.is_empty()),
+        cpu_vendor: Some(r.cpu.vendor.clone()).filter(|s| !s.is_empty()),
+        cpu_family: (!is_arm).then_some(r.cpu.family),
+        cpu_model: (!is_arm).then_some(r.cpu.model),
+        cpu_stepping: (!is_arm).then_some(r.cpu.stepping),
+        arm_implementer: opt(r.cpu.arm_implementer),
+        arm_part: opt(r.cpu.arm_part),
+        online_cpus: Some(r.topology.threads as u32).filter(|&n| n > 0),
+        cache_line_bytes: r.cache_line_bytes,
+        ns_per_hint: Some(r.summary.ns_per_hint),
+        tsc_ticks_per_hint: (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint),
+        ..Default::default()
+    }
+}
+
+/// Static facts of this machine plus a quick measurement of its spin hint (about 0.1 s);
+/// without the measurement (and saying why on stderr) when probing is not possible here.
+pub fn local_with_probe() -> HostFacts {
+    let mut h = local_static();
+    match crate::cpu::probe_current_cpu_quick() {
+        Ok(r) => {
+            h.ns_per_hint = Some(r.summary.ns_per_hint);
+            h.tsc_ticks_per_hint = (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint);
+        }
+        Err(e) => eprintln!("spinscope: spin hint not measured ({e}); using the reference table"),
+    }
+    h
+}
+
 /// The server's pid from its pid file, if it is readable here and the process exists.
 pub fn server_pid(pid_file: &str) -> Option<(u32, String)> {
     let pid: u32 = std::fs::read_to_string(pid_file)
@@ -125,6 +162,11 @@ pub fn load(path: &Path) -> Result<HostFacts> {
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         Error::bad_input(format!("--host-facts {}: not JSON ({e})", path.display()))
     })?;
+    if v.get("schema").and_then(|s| s.as_str()) == Some(crate::cpu::SCHEMA) {
+        let r = crate::cpu::parse_probe(&text)
+            .map_err(|e| Error::bad_input(format!("--host-facts {}: {e}", path.display())))?;
+        return Ok(from_probe(&r, &path.display().to_string()));
+    }
     let v = match v.get("host") {
         Some(h) if h.is_object() => h.clone(),
         _ => v,

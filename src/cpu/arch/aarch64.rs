@@ -14,7 +14,9 @@ pub fn ts_begin() -> u64 {
     let t: u64;
     // SAFETY: reading CNTVCT_EL0 is permitted at EL0 on Linux (CNTKCTL_EL1.EL0VCTEN); ISB has
     // no memory effects.
-    unsafe { asm!("isb", "mrs {t}, cntvct_el0", t = out(reg) t, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("isb", "mrs {t}, cntvct_el0", t = out(reg) t, options(nomem, nostack, preserves_flags))
+    };
     t
 }
 
@@ -32,20 +34,36 @@ pub fn ts_end() -> u64 {
 pub fn cntfrq_hz() -> u64 {
     let f: u64;
     // SAFETY: CNTFRQ_EL0 is readable at EL0.
-    unsafe { asm!("mrs {f}, cntfrq_el0", f = out(reg) f, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("mrs {f}, cntfrq_el0", f = out(reg) f, options(nomem, nostack, preserves_flags))
+    };
     f
 }
 
 #[inline(always)]
 fn isb32() {
     // SAFETY: ISB flushes the pipeline; no memory or flag effects.
-    unsafe { asm!(".rept 32", "isb sy", ".endr", options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!(
+            ".rept 32",
+            "isb sy",
+            ".endr",
+            options(nomem, nostack, preserves_flags)
+        )
+    }
 }
 
 #[inline(always)]
 fn yield32() {
     // SAFETY: YIELD is a hint; no memory or flag effects.
-    unsafe { asm!(".rept 32", "yield", ".endr", options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!(
+            ".rept 32",
+            "yield",
+            ".endr",
+            options(nomem, nostack, preserves_flags)
+        )
+    }
 }
 
 #[inline(never)]

@@ -41,7 +41,14 @@ pub fn ts_end() -> u64 {
 #[inline(always)]
 fn pause32() {
     // SAFETY: PAUSE only hints the core; no memory, stack or flag effects.
-    unsafe { asm!(".rept 32", "pause", ".endr", options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!(
+            ".rept 32",
+            "pause",
+            ".endr",
+            options(nomem, nostack, preserves_flags)
+        )
+    }
 }
 
 #[inline(never)]
@@ -77,9 +84,19 @@ pub fn mariadb_startup_sample() -> (u64, u64) {
     #[allow(unused_unsafe)]
     unsafe {
         let t0 = _rdtsc();
-        asm!(".rept 16", "pause", ".endr", options(nomem, nostack, preserves_flags));
+        asm!(
+            ".rept 16",
+            "pause",
+            ".endr",
+            options(nomem, nostack, preserves_flags)
+        );
         let t1 = _rdtsc();
-        asm!(".rept 16", "pause", ".endr", options(nomem, nostack, preserves_flags));
+        asm!(
+            ".rept 16",
+            "pause",
+            ".endr",
+            options(nomem, nostack, preserves_flags)
+        );
         let t2 = _rdtsc();
         (t1.wrapping_sub(t0), t2.wrapping_sub(t1))
     }

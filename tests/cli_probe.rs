@@ -1,0 +1,234 @@
+//! CLI tests of `spinscope probe` on this machine, and of its file as `spin` and `doctor` read
+//! it back. The figures are this CPU's own, so the tests check their consistency (ticks, ns
+//! and the counter rate agree; the summary is the series' median; the MariaDB rule follows
+//! from the measured ticks), not fixed values.
+
+use assert_cmd::Command;
+use proptest::prelude::*;
+use spinscope::cpu::{parse_probe, ProbeReport, SCHEMA};
+use spinscope::doctor::DoctorDoc;
+use spinscope::spin::doc::SpinReport;
+
+fn bin() -> Command {
+    Command::cargo_bin("spinscope").unwrap()
+}
+
+fn probe_json(args: &[&str]) -> ProbeReport {
+    let out = bin()
+        .arg("probe")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("probe --json is a spinscope.probe/1 document")
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
+#[test]
+fn json_is_self_consistent() {
+    let r = probe_json(&["--batches", "200"]);
+    assert_eq!(r.schema, SCHEMA);
+    assert!(!r.measurements.is_empty());
+    let m = &r.measurements[0];
+    assert!(
+        m.batches >= 100,
+        "most of 200 batches are usable: {}",
+        m.batches
+    );
+    assert!(m.ticks_per_hint.min <= m.ticks_per_hint.median);
+    assert!(m.ticks_per_hint.median <= m.ticks_per_hint.max);
+    // ns = ticks / GHz, batch by batch, so the medians agree too.
+    assert!(close(
+        m.ns_per_hint.median,
+        m.ticks_per_hint.median / r.counter.ghz,
+        1e-9
+    ));
+    assert!(
+        r.counter.ghz > 0.01 && r.counter.ghz < 20.0,
+        "{}",
+        r.counter.ghz
+    );
+    // One CPU measured: the summary is that series' median.
+    assert_eq!(r.summary.ns_per_hint, m.ns_per_hint.median);
+    assert!(r.summary.ns_per_hint > 0.0 && r.summary.ns_per_hint < 10_000.0);
+    // Cycles are either measured or explained, never both missing.
+    assert!(m.core_cycles_per_hint.is_some() || m.cycles_note.is_some());
+    assert!(r.topology.threads >= 1 && r.topology.cores >= 1);
+    assert!(r.host.kernel_release.is_some());
+    if cfg!(target_arch = "x86_64") {
+        let rule = &r.mariadb_rule;
+        assert!(rule.applies);
+        assert_eq!(rule.chose_100 + rule.chose_200, rule.trials);
+        assert!(rule.multiplier == 100 || rule.multiplier == 200);
+        let med = rule.median_ticks_per_pause.unwrap();
+        // Far from the threshold, the majority must follow the measured ticks.
+        if med > 40.0 {
+            assert_eq!(rule.multiplier, 100, "{rule:?}");
+        } else if med < 20.0 {
+            assert_eq!(rule.multiplier, 200, "{rule:?}");
+        }
+    }
+}
+
+#[test]
+fn table_names_the_hint_the_baseline_and_mariadbs_rule() {
+    let out = bin().args(["probe", "--batches", "100"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "cpu ",
+        "topology",
+        "counter",
+        "ticks/hint",
+        "baseline",
+        "MariaDB",
+    ] {
+        assert!(s.contains(needle), "table lacks {needle:?}:\n{s}");
+    }
+}
+
+#[test]
+fn every_cpu_and_the_smt_load_are_accounted_for() {
+    let online = std::thread::available_parallelism().unwrap().get();
+    let r = probe_json(&["--cpus", "all", "--smt-load", "--batches", "50"]);
+    let mut idle: Vec<usize> = r
+        .measurements
+        .iter()
+        .filter(|m| m.smt_sibling_busy.is_none())
+        .map(|m| m.cpu)
+        .collect();
+    idle.dedup();
+    assert_eq!(idle.len(), online, "one idle series per CPU: {idle:?}");
+    // Every CPU has a loaded series, or a note says why not.
+    for cpu in idle {
+        let loaded = r
+            .measurements
+            .iter()
+            .any(|m| m.cpu == cpu && m.smt_sibling_busy.is_some());
+        let noted = r
+            .notes
+            .iter()
+            .any(|n| n.contains("--smt-load") && n.contains(&format!("CPU {cpu}")));
+        assert!(loaded || noted, "CPU {cpu}: {:?}", r.notes);
+    }
+}
+
+#[test]
+fn saved_probe_drives_spin_and_doctor() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("probe.json");
+    let out = bin()
+        .args(["probe", "--batches", "100", "--save"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let saved = parse_probe(&std::fs::read_to_string(&file).unwrap()).unwrap();
+
+    let out = bin()
+        .args(["spin", "--server", "8.0.36", "--json", "--probe"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: SpinReport = serde_json::from_slice(&out.stdout).unwrap();
+    let v = serde_json::to_value(&s).unwrap();
+    let text = v.to_string();
+    assert!(text.contains("probe.json"), "spin names the probe file");
+    assert!(
+        text.contains(&saved.summary.ns_per_hint.to_string()),
+        "spin prices with the saved ns per hint {}",
+        saved.summary.ns_per_hint
+    );
+
+    let snap = format!(
+        "{}/tests/fixtures/snapshots/mysql57_wait_cells_remote.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = bin()
+        .args(["doctor", "--snapshot", &snap, "--json", "--host-facts"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: DoctorDoc = serde_json::from_slice(&out.stdout).unwrap();
+    let host = d.host.expect("host facts from the probe");
+    assert_eq!(host.ns_per_hint, Some(saved.summary.ns_per_hint));
+    assert!(d.cpu_model.unwrap().contains("probe.json"));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--cpus".into(), "99999".into()], "--cpus"),
+        (vec!["--cpus".into(), "zero".into()], "--cpus"),
+        (vec!["--cpus".into(), "3-1".into()], "--cpus"),
+        (vec!["--batches".into(), "1".into()], "--batches"),
+        (
+            vec![
+                "--save".into(),
+                dir.path().join("no/such/dir/p.json").display().to_string(),
+            ],
+            "--save",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = bin().arg("probe").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"));
+    }
+    // A probe file of the wrong kind, for doctor.
+    let wrong = dir.path().join("wrong.json");
+    std::fs::write(&wrong, r#"{"schema":"spinscope.probe/1","summary":{}}"#).unwrap();
+    let snap = format!(
+        "{}/tests/fixtures/snapshots/mysql57_wait_cells_remote.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = bin()
+        .args(["doctor", "--snapshot", &snap, "--host-facts"])
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("wrong.json") && err.contains("malformed"),
+        "{err}"
+    );
+}
+
+proptest! {
+    #[test]
+    fn probe_parser_never_panics(s in ".{0,400}") {
+        let _ = parse_probe(&s);
+    }
+
+    #[test]
+    fn probe_parser_never_panics_on_json_like_text(
+        s in r#"\{"schema":"spinscope\.probe/1"(,"[a-z_]{1,12}":(\d{1,5}|"[a-z]{0,5}"|null|\{\}|\[\])){0,6}\}"#
+    ) {
+        prop_assert!(parse_probe(&s).is_err());
+    }
+}
