@@ -25,8 +25,9 @@ per PAUSE), the hardware the InnoDB defaults were tuned on.";
 #[command(after_long_help = AFTER_HELP)]
 pub struct SpinArgs {
     /// Server version as SELECT VERSION() prints it, e.g. 8.0.36, 10.11.19-MariaDB-0+deb12u1.
-    #[arg(long, value_name = "VERSION")]
-    pub server: String,
+    /// Required except with `--cpu list`.
+    #[arg(long, value_name = "VERSION", required_unless_present = "cpu")]
+    pub server: Option<String>,
     /// Server flavor; inferred from the version string when absent.
     #[arg(long, value_enum)]
     pub flavor: Option<Flavor>,
@@ -166,7 +167,12 @@ pub fn run(a: SpinArgs) -> Result<i32> {
         }
         return Ok(EXIT_OK);
     }
-    let server = parse_version(&a.server, a.flavor)?;
+    let Some(version) = a.server.as_deref() else {
+        return Err(Error::bad_input(
+            "--server VERSION is required (only `--cpu list` works without it); e.g. --server 8.0.36",
+        ));
+    };
+    let server = parse_version(version, a.flavor)?;
     let info = family_for(&server);
     let settings = resolve_settings(
         &info,

@@ -6,8 +6,9 @@
 //! - `calc`: pure arithmetic from raw ticks to statistics.
 //! - `cpuinfo`, `topology`: pure parsers of /proc and /sys text plus thin readers.
 //!
-//! The result is a [`ProbeReport`] (`spinscope.probe/1`) that `spin --probe FILE` and
-//! `doctor --host-facts FILE` read back through [`load_probe_file`] and [`cpu_model`].
+//! The result is a [`ProbeReport`] (`spinscope.probe/1`). `spin --probe FILE` reads it back
+//! through [`load_probe_file`] and [`cpu_model`]; `doctor --host-facts FILE` through
+//! [`parse_probe`] and `server::host::from_probe`.
 
 pub mod arch;
 pub mod calc;
@@ -61,7 +62,7 @@ impl Default for ProbeOptions {
 }
 
 impl ProbeOptions {
-    /// A fast probe for `spin` and `doctor` when no CPU was given (about 50 ms).
+    /// A fast probe for `spin` and `doctor` when no CPU was given (about 0.1 s).
     pub fn quick() -> Self {
         ProbeOptions {
             batches: 1000,

@@ -109,6 +109,7 @@ pub fn local_with_probe() -> HostFacts {
     let mut h = local_static();
     match crate::cpu::probe_current_cpu_quick() {
         Ok(r) => {
+            h.source = "local (quick probe)".to_string();
             h.ns_per_hint = Some(r.summary.ns_per_hint);
             h.tsc_ticks_per_hint = (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint);
         }
