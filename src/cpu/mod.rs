@@ -586,8 +586,18 @@ mod tests {
     use crate::analysis::stats::summarize;
 
     fn sample_report() -> ProbeReport {
-        let s = summarize(&[24.0, 24.5, 25.0]).unwrap();
-        let t = summarize(&[63.0, 64.0, 65.0]).unwrap();
+        let m = HintMeasurement {
+            cpu: 0,
+            hint: Hint::Pause,
+            smt_sibling_busy: None,
+            batches: 3,
+            hints_per_batch: 1024,
+            overhead_ticks: 30.0,
+            ticks_per_hint: summarize(&[63.0, 64.0, 65.0]).unwrap(),
+            ns_per_hint: summarize(&[24.0, 24.5, 25.0]).unwrap(),
+            core_cycles_per_hint: None,
+            cycles_note: Some("core cycles unavailable".into()),
+        };
         ProbeReport {
             schema: SCHEMA.into(),
             tool_version: "0".into(),
@@ -631,34 +641,8 @@ mod tests {
                 invariant: Some(true),
                 calibration_ms: 75.0,
             },
-            measurements: vec![HintMeasurement {
-                cpu: 0,
-                hint: Hint::Pause,
-                smt_sibling_busy: None,
-                batches: 3,
-                hints_per_batch: 1024,
-                overhead_ticks: 30.0,
-                ticks_per_hint: t,
-                ns_per_hint: s,
-                core_cycles_per_hint: None,
-                cycles_note: Some("core cycles unavailable".into()),
-            }],
-            summary: summarize_report(
-                &[HintMeasurement {
-                    cpu: 0,
-                    hint: Hint::Pause,
-                    smt_sibling_busy: None,
-                    batches: 3,
-                    hints_per_batch: 1024,
-                    overhead_ticks: 30.0,
-                    ticks_per_hint: t,
-                    ns_per_hint: s,
-                    core_cycles_per_hint: None,
-                    cycles_note: None,
-                }],
-                Hint::Pause,
-            )
-            .unwrap(),
+            summary: summarize_report(std::slice::from_ref(&m), Hint::Pause).unwrap(),
+            measurements: vec![m],
             mariadb_rule: calc::mariadb_rule(&[(1024, 1024)]),
             notes: vec![],
             elapsed_ms: 100.0,
