@@ -118,6 +118,15 @@ fn mysql_57_wait_cells_remote_without_host_facts() {
     );
     has(&d, "spin-budget-unknown-cpu", Severity::Info);
     assert_eq!(d.semaphores.as_deref(), Some("live"));
+    // Its INNODB STATUS text stops without the END line: the cut is reported.
+    let cut = has(&d, "innodb-status-cut", Severity::Info);
+    assert!(cut.title.contains("TRANSACTIONS"), "{}", cut.title);
+}
+
+#[test]
+fn complete_innodb_status_is_not_reported_cut() {
+    let d = doc("mysql56_live_counters.json");
+    assert!(!d.findings.iter().any(|f| f.id == "innodb-status-cut"));
 }
 
 #[test]

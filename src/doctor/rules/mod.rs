@@ -3,6 +3,7 @@
 use super::{Facts, Finding};
 
 pub mod arm_cache_line;
+pub mod innodb_status_cut;
 pub mod long_semaphore_waits;
 pub mod pfs_off;
 pub mod pfs_waits;
@@ -26,4 +27,5 @@ pub const ALL: &[Rule] = &[
     ppoll_kernel::check,
     arm_cache_line::check,
     privileges::check,
+    innodb_status_cut::check,
 ];
