@@ -37,8 +37,10 @@ pub struct ProbeOptions {
     pub smt_load: bool,
     /// Timed batches per CPU and hint.
     pub batches: usize,
-    /// Target length of one batch in counter ticks.
-    pub batch_ticks: f64,
+    /// Target length of one batch in ns (short enough that few batches see an interrupt,
+    /// long enough that the timer's cost is small; converted to ticks after calibration, since
+    /// the aarch64 counter ticks 100x slower than a TSC).
+    pub batch_ns: f64,
     /// Counter calibration window (three are taken).
     pub calibration: Duration,
     /// Trials of MariaDB's startup measurement.
@@ -53,7 +55,7 @@ impl Default for ProbeOptions {
             cpus: None,
             smt_load: false,
             batches: 4000,
-            batch_ticks: 50_000.0,
+            batch_ns: 20_000.0,
             calibration: Duration::from_millis(25),
             mariadb_trials: 101,
             cycles: true,
@@ -252,7 +254,7 @@ fn measure_series(
     ghz: f64,
     o: &ProbeOptions,
 ) -> Result<HintMeasurement> {
-    let s = measure::time_hint(hint, o.batches, o.batch_ticks).ok_or_else(|| {
+    let s = measure::time_hint(hint, o.batches, o.batch_ns * ghz).ok_or_else(|| {
         Error::runtime(format!(
             "timing {} is not supported on this architecture",
             hint.name()
