@@ -64,18 +64,31 @@ pub struct Series {
     pub batches: Vec<u64>,
 }
 
-/// Time `batches` batches of `hint`, each sized to about `target_ticks`.
-pub fn time_hint(hint: Hint, batches: usize, target_ticks: f64) -> Option<Series> {
-    // Warm up (page in the code, let the core leave any idle state) and estimate.
+/// Time `batches` batches of `hint`, each sized to about `target_ticks`, after spinning for
+/// `warmup_ticks` first.
+pub fn time_hint(
+    hint: Hint,
+    batches: usize,
+    target_ticks: f64,
+    warmup_ticks: u64,
+) -> Option<Series> {
+    // Warm up: page in the code and let the core settle. Measured on a KVM guest (EPYC), the
+    // first ~10 ms of spinning ran 5% fewer ticks per PAUSE than the steady state that follows
+    // (the clock settles under sustained load), which made medians of short runs jump.
+    let w0 = arch::ticks_now();
     let mut est = Vec::new();
-    for _ in 0..16 {
+    loop {
         est.push(arch::timed_batch(hint, 8)?);
+        if arch::ticks_now().wrapping_sub(w0) >= warmup_ticks && est.len() >= 16 {
+            break;
+        }
     }
+    let est = &est[est.len() - 16..];
     let overhead: Vec<u64> = (0..64)
         .map(|_| arch::timed_batch(hint, 0))
         .collect::<Option<_>>()?;
     let oh = calc::overhead(&overhead);
-    let per = calc::per_hint(&est, oh, 8 * arch::UNROLL as u64);
+    let per = calc::per_hint(est, oh, 8 * arch::UNROLL as u64);
     let guess = crate::analysis::stats::summarize(&per).map_or(0.0, |s| s.median);
     let iters = calc::iters_for(target_ticks, guess, arch::UNROLL);
     let mut out = Vec::with_capacity(batches);

@@ -41,6 +41,8 @@ pub struct ProbeOptions {
     /// long enough that the timer's cost is small; converted to ticks after calibration, since
     /// the aarch64 counter ticks 100x slower than a TSC).
     pub batch_ns: f64,
+    /// Spinning before the timed batches, in ms (see `measure::time_hint`).
+    pub warmup_ms: f64,
     /// Counter calibration window (three are taken).
     pub calibration: Duration,
     /// Trials of MariaDB's startup measurement.
@@ -56,6 +58,7 @@ impl Default for ProbeOptions {
             smt_load: false,
             batches: 4000,
             batch_ns: 20_000.0,
+            warmup_ms: 30.0,
             calibration: Duration::from_millis(25),
             mariadb_trials: 101,
             cycles: true,
@@ -254,7 +257,8 @@ fn measure_series(
     ghz: f64,
     o: &ProbeOptions,
 ) -> Result<HintMeasurement> {
-    let s = measure::time_hint(hint, o.batches, o.batch_ns * ghz).ok_or_else(|| {
+    let warmup = (o.warmup_ms * 1e6 * ghz) as u64;
+    let s = measure::time_hint(hint, o.batches, o.batch_ns * ghz, warmup).ok_or_else(|| {
         Error::runtime(format!(
             "timing {} is not supported on this architecture",
             hint.name()
