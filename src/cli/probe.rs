@@ -235,7 +235,7 @@ pub fn render(r: &ProbeReport) -> String {
     if m.applies {
         out += &format!(
             "  so innodb_spin_wait_delay=4 spins {} hints per round = {} here.\n",
-            fmt_num(m.hints_per_round_per_unit_delay * 4.0),
+            crate::report::fmt_count(m.hints_per_round_per_unit_delay * 4.0),
             fmt_ns(m.hints_per_round_per_unit_delay * 4.0 * s.ns_per_hint)
         );
     }
