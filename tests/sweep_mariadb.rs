@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use common::mariadb::{self, MariaDb};
 use serde_json::Value;
+use spinscope::analysis::knee::{past_knee, StepPoint};
 
 /// The tests share 2 cores with the server: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -398,6 +399,64 @@ fn prepare_run_ab_open_loop_and_cleanup() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+
+    // --stop-after-knee: the ladder ends at the first step where throughput has stopped
+    // rising and p99 keeps growing (analysis::knee::past_knee over the steps so far), and not
+    // before. Which step that is depends on this machine's noise, so the test replays the rule
+    // on the measured steps rather than expecting a fixed step.
+    let out = sweep(&db)
+        .args([
+            "run",
+            "--socket",
+            &sock(&db),
+            "--user",
+            "root",
+            "--no-defaults",
+            "--workload",
+            "point-select",
+            "--threads",
+            "1..64:x2",
+            "--stop-after-knee",
+        ])
+        .args([
+            "--warmup",
+            "0.2",
+            "--duration",
+            "0.8",
+            "--json",
+            "--report-interval",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["complete"], true);
+    let pts: Vec<StepPoint> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| StepPoint {
+            threads: s["threads"].as_f64().unwrap(),
+            tps: s["tps"].as_f64().unwrap(),
+            lat_us: s["latency_us"]["p99"].as_f64().unwrap(),
+            p99_us: s["latency_us"]["p99"].as_f64().unwrap(),
+        })
+        .collect();
+    let n = pts.len();
+    let first_past = (1..=7).find(|&k| k <= n && past_knee(&pts[..k]));
+    eprintln!("--stop-after-knee ran {n} of 7 steps; rule first true at {first_past:?}");
+    match first_past {
+        Some(k) => {
+            assert_eq!(n, k, "stopped at {n}, the rule said {k}");
+            assert!(err.contains("ending the ladder"), "{err}");
+        }
+        None => {
+            assert_eq!(n, 7, "stopped early without the rule");
+            assert!(!err.contains("ending the ladder"), "{err}");
+        }
+    }
 
     // cleanup drops only what spinscope created.
     db.sql("CREATE DATABASE not_ours");
