@@ -303,28 +303,50 @@ mod tests {
         }
     }
 
-    /// The check above can fail: a "latch" that does not exclude loses updates.
+    /// The check above can fail: a "latch" that does not exclude loses updates. A wide gap
+    /// between each read and write, and rounds started together behind a barrier, make the
+    /// loss near-certain even when the threads share one CPU (a preemption inside the gap then
+    /// overwrites everything the others added meanwhile); rounds repeat until it shows, up to
+    /// a bound, so a loaded machine only makes the test slower, not flaky.
     #[test]
     fn lab_lost_update_check_can_fail() {
         let _g = serial();
-        let data = Arc::new(Unprotected::new(1));
         let n = 4u64;
-        let per = 200_000u64;
-        std::thread::scope(|s| {
-            for _ in 0..n {
-                let d = data.clone();
-                s.spawn(move || {
-                    for _ in 0..per {
-                        // SAFETY: deliberately violated contract to prove the check detects it;
-                        // only a u64 in our own allocation is raced.
-                        unsafe { d.bump(0) };
-                    }
-                });
+        let per = 20_000u64;
+        let mut lost_seen = false;
+        for _round in 0..50 {
+            let data = Arc::new(Unprotected::new(1));
+            let barrier = Arc::new(std::sync::Barrier::new(n as usize));
+            std::thread::scope(|s| {
+                for _ in 0..n {
+                    let d = data.clone();
+                    let b = barrier.clone();
+                    s.spawn(move || {
+                        b.wait();
+                        for _ in 0..per {
+                            // SAFETY: deliberately violated contract to prove the check detects
+                            // it; only a u64 in our own allocation is raced.
+                            unsafe {
+                                d.bump_with_gap(0, || {
+                                    for _ in 0..20 {
+                                        std::hint::spin_loop();
+                                    }
+                                })
+                            };
+                        }
+                    });
+                }
+            });
+            let total = data.total();
+            assert!(total <= n * per, "more increments than made: {total}");
+            if total < n * per {
+                lost_seen = true;
+                break;
             }
-        });
+        }
         assert!(
-            data.total() < n * per,
-            "unsynchronized increments lost nothing (unlikely on >1 CPU)"
+            lost_seen,
+            "50 rounds of unsynchronized increments lost nothing: the check could not fail"
         );
     }
 

@@ -499,6 +499,22 @@ impl Unprotected {
         unsafe { ptr::write_volatile(p, ptr::read_volatile(p) + 1) };
     }
 
+    /// As `bump`, with `gap` run between the read and the write: widens the window in which
+    /// an unsynchronized writer loses updates (for the test that proves the check can fail).
+    ///
+    /// # Safety
+    /// As `bump`.
+    #[cfg(test)]
+    pub unsafe fn bump_with_gap(&self, s: usize, gap: impl Fn()) {
+        let p = self.cells[s].0.get();
+        // SAFETY: as in `bump`.
+        unsafe {
+            let v = ptr::read_volatile(p);
+            gap();
+            ptr::write_volatile(p, v + 1);
+        }
+    }
+
     /// Sum over shards; call after all workers joined.
     pub fn total(&self) -> u64 {
         // SAFETY: called after every worker thread has been joined: no concurrent access.
