@@ -75,7 +75,9 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
                 path.display()
             ))
         })?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        // Valid UTF-8 (the usual case) is taken as is, without a lossy copy.
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         let src = Source {
             kind: "perf-script".into(),
             file: Some(path.display().to_string()),

@@ -145,7 +145,8 @@ pub fn record(req: &Request, dir: &Path) -> Result<Recording> {
             .unwrap_or("no message");
         return Err(Error::runtime(format!("perf script failed: {first}")));
     }
-    let script = String::from_utf8_lossy(&out.stdout).into_owned();
+    let script = String::from_utf8(out.stdout)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     if script.trim().is_empty() {
         return Err(Error::runtime(format!(
             "perf recorded no samples of process {} in {} s: is it busy? try a longer --seconds",

@@ -163,7 +163,9 @@ fn fold(text: &str, event: String) -> Result<Vec<(String, u64)>> {
     let mut o = inferno::collapse::perf::Options::default();
     o.event_filter = Some(event);
     o.annotate_kernel = true;
-    o.nthreads = 1;
+    // inferno folds in parallel; the result is sorted below, so it does not depend on the
+    // thread count.
+    o.nthreads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut folder = inferno::collapse::perf::Folder::from(o);
     let mut out = Vec::with_capacity(text.len() / 8);
     folder

@@ -12,19 +12,29 @@ pub struct FrameLine<'a> {
     pub dso: &'a str,
 }
 
-/// Parse one frame line; `None` when it is not one.
+/// Parse one frame line; `None` when it is not one. Byte-level searches: this runs on every
+/// frame line (millions in a long recording).
 pub fn frame_line(line: &str) -> Option<FrameLine<'_>> {
-    let t = line.trim();
-    let (ip, rest) = t.split_once(char::is_whitespace)?;
-    let ip = u64::from_str_radix(ip, 16).ok()?;
-    let rest = rest.trim();
-    let open = rest
-        .rfind(" (")
-        .map(|i| i + 1)
-        .or_else(|| rest.starts_with('(').then_some(0))?;
-    let dso = rest[open..].strip_prefix('(')?.strip_suffix(')')?;
-    let sym = rest[..open].trim();
+    let t = line.trim_ascii();
+    let sp = t.bytes().position(|b| b == b' ' || b == b'\t')?;
+    let ip = u64::from_str_radix(&t[..sp], 16).ok()?;
+    let rest = t[sp..].trim_ascii_start();
+    // The DSO is the last parenthesised group: ` (<dso>)` at the end, or the whole rest.
+    let body = rest.strip_suffix(')')?;
+    let open = body.bytes().rposition(|b| b == b'(')?;
+    if open > 0 && body.as_bytes()[open - 1] != b' ' {
+        return None;
+    }
+    let dso = &body[open + 1..];
+    let sym = rest[..open].trim_ascii_end();
     Some(FrameLine { ip, sym, dso })
+}
+
+/// A cheap test that a line has a frame's shape (`<hex> ... )`), for lines whose fields are
+/// not needed.
+fn looks_like_frame(line: &str) -> bool {
+    let t = line.trim_ascii();
+    t.ends_with(')') && t.bytes().next().is_some_and(|b| b.is_ascii_hexdigit())
 }
 
 /// What one pass over a perf-script text found.
@@ -98,18 +108,23 @@ pub fn scan(text: &str) -> Scan {
             s.bad_lines += 1;
             continue;
         }
+        if have_leaf {
+            // Callers of the leaf: only whether the line is a frame matters here.
+            if !looks_like_frame(line) {
+                s.bad_lines += 1;
+            }
+            continue;
+        }
         match frame_line(line) {
             Some(f) => {
-                if !have_leaf {
-                    have_leaf = true;
-                    s.samples += 1;
-                    if is_unknown(f.sym) {
-                        s.no_symbol_samples += 1;
-                        if f.dso.starts_with('/') {
-                            *s.unknown_leaves
-                                .entry((f.dso.to_string(), f.ip))
-                                .or_insert(0) += 1;
-                        }
+                have_leaf = true;
+                s.samples += 1;
+                if is_unknown(f.sym) {
+                    s.no_symbol_samples += 1;
+                    if f.dso.starts_with('/') {
+                        *s.unknown_leaves
+                            .entry((f.dso.to_string(), f.ip))
+                            .or_insert(0) += 1;
                     }
                 }
             }
@@ -122,16 +137,27 @@ pub fn scan(text: &str) -> Scan {
 /// Drop the sample period from an event header (`comm pid/tid time: PERIOD event:`), so that
 /// inferno counts samples rather than summing periods; other headers are returned unchanged.
 pub fn header_without_period(line: &str) -> Option<String> {
-    let toks: Vec<&str> = line.split_whitespace().collect();
-    let n = toks.len();
-    if n >= 3
-        && toks[n - 1].ends_with(':')
-        && toks[n - 2].bytes().all(|b| b.is_ascii_digit())
-        && toks[n - 3].ends_with(':')
+    // The last three tokens must be `time:`, `PERIOD`, `event:`; work from the end without
+    // collecting every token (this runs once per sample on 100k-sample scripts).
+    let t = line.trim_end();
+    let (rest, event) = t.rsplit_once(char::is_whitespace)?;
+    let rest = rest.trim_end();
+    let (before, period) = rest.rsplit_once(char::is_whitespace)?;
+    let before = before.trim_end();
+    let time_ok = before
+        .rsplit(char::is_whitespace)
+        .next()
+        .is_some_and(|x| x.ends_with(':'));
+    if event.ends_with(':')
+        && !period.is_empty()
+        && period.bytes().all(|b| b.is_ascii_digit())
+        && time_ok
     {
-        let mut v = toks[..n - 2].to_vec();
-        v.push(toks[n - 1]);
-        return Some(v.join(" "));
+        let mut h = String::with_capacity(before.len() + event.len() + 1);
+        h.push_str(before);
+        h.push(' ');
+        h.push_str(event);
+        return Some(h);
     }
     None
 }
@@ -190,6 +216,12 @@ mod tests {
         assert_eq!((f.ip, f.sym, f.dso), (0x4330, "[unknown]", "/usr/bin/gzip"));
         let f = frame_line("\t 7f1e2215d058  (/lib/libc.so)").unwrap();
         assert_eq!(f.sym, "");
+        let f = frame_line("\t 1f foo(int, char*)+0x10 (/usr/lib/x.so)").unwrap();
+        assert_eq!((f.sym, f.dso), ("foo(int, char*)+0x10", "/usr/lib/x.so"));
+        assert!(
+            frame_line("\t 1f foo(/x)").is_none(),
+            "no space before the DSO"
+        );
         assert!(frame_line("\tnot a frame").is_none());
         assert!(frame_line("").is_none());
     }
