@@ -56,20 +56,14 @@ pub fn summarize_hint(per_hint_ticks: &[f64], ghz: f64) -> Option<(Summary, Summ
     Some((ticks, summarize(&ns)?))
 }
 
-/// Ticks per PAUSE above which MariaDB's `my_cpu_init()` considers PAUSE slow.
-pub const MARIADB_SLOW_TICKS: u64 = 30;
 /// PAUSEs in each of MariaDB's two timed runs.
 pub const MARIADB_PAUSES: u64 = 16;
 
 /// MariaDB's startup choice of `my_cpu_relax_multiplier` for one measurement: both timed runs
-/// of 16 PAUSEs above 30 ticks per PAUSE give 100 (slow PAUSE), anything else 200.
+/// of 16 PAUSEs must be slow (above 30 ticks per PAUSE) for 100, anything else gives 200.
 pub fn mariadb_multiplier(run1_ticks: u64, run2_ticks: u64) -> u32 {
-    let limit = MARIADB_SLOW_TICKS * MARIADB_PAUSES;
-    if run1_ticks > limit && run2_ticks > limit {
-        100
-    } else {
-        200
-    }
+    let slower_of_fast = run1_ticks.min(run2_ticks) as f64 / MARIADB_PAUSES as f64;
+    crate::spin::model::mariadb_multiplier_for(slower_of_fast)
 }
 
 /// What MariaDB's startup rule concludes on this CPU, over repeated trials of its own

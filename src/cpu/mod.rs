@@ -562,8 +562,14 @@ pub fn cpu_model(r: &ProbeReport, label: &str) -> CpuModel {
         label: label.to_string(),
         arch,
         ns_per_hint: s.ns_per_hint,
-        // MariaDB's rule counts TSC ticks; there is no TSC off x86.
-        tsc_ticks_per_hint: (arch == Arch::X86_64).then_some(s.ticks_per_hint),
+        // What decides MariaDB's M: its own (unserialized) measurement where the probe repeated
+        // it, so `spin --probe` and `probe` agree; there is no TSC off x86.
+        tsc_ticks_per_hint: (arch == Arch::X86_64).then(|| {
+            r.mariadb_rule
+                .median_ticks_per_pause
+                .filter(|_| r.mariadb_rule.applies)
+                .unwrap_or(s.ticks_per_hint)
+        }),
         ghz: ghz.filter(|g| g.is_finite() && *g > 0.0),
         approximate: false,
     }

@@ -243,11 +243,7 @@ pub fn mariadb_hints_per_round(relax_multiplier: u32, d: u32) -> u64 {
 
 /// MariaDB's `my_cpu_init()` choice: M = 100 if a hint takes more than 30 TSC ticks, else 200.
 pub fn mariadb_relax_multiplier(hint_ticks: f64) -> u32 {
-    if hint_ticks > 30.0 {
-        100
-    } else {
-        200
-    }
+    crate::spin::model::mariadb_multiplier_for(hint_ticks)
 }
 
 impl Latch for MariaDbLatch {

@@ -412,9 +412,22 @@ pub fn mariadb_multipliers(cpu: &CpuModel) -> Vec<(u64, String)> {
     }
 }
 
+/// MariaDB's threshold: a PAUSE slower than this many TSC ticks is "slow" (M = 100).
+pub const MARIADB_SLOW_TICKS_PER_PAUSE: f64 = 30.0;
+
+/// The multiplier M MariaDB picks for a measured figure of TSC ticks per PAUSE. The one place
+/// the rule lives: `probe` (over its trials), `spin`, `doctor` and the lab all use it.
+pub fn mariadb_multiplier_for(ticks_per_pause: f64) -> u32 {
+    if ticks_per_pause > MARIADB_SLOW_TICKS_PER_PAUSE {
+        100
+    } else {
+        200
+    }
+}
+
 /// The rule itself, for one measured figure of TSC ticks per PAUSE.
 pub fn mariadb_rule(ticks_per_pause: f64) -> (u64, String) {
-    if ticks_per_pause > 30.0 {
+    if mariadb_multiplier_for(ticks_per_pause) == 100 {
         (
             100,
             format!("{ticks_per_pause:.0} TSC ticks per PAUSE > 30"),
