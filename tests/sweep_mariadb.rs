@@ -36,12 +36,26 @@ fn start() -> Option<MariaDb> {
     Some(db)
 }
 
-fn sweep(db: &MariaDb) -> Command {
-    let mut c = Command::cargo_bin("spinscope").unwrap();
-    c.arg("sweep");
+/// `spinscope sweep SUB` connected to the throwaway server as root over its socket, as a
+/// process the test can signal or let run in the background.
+fn sweep_child(db: &MariaDb, sub: &str) -> StdCommand {
+    let mut c = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.args([
+        "sweep",
+        sub,
+        "--socket",
+        &sock(db),
+        "--user",
+        "root",
+        "--no-defaults",
+    ]);
     c.env_remove("MYSQL_PWD");
-    let _ = db;
     c
+}
+
+/// The same, run to completion with assert_cmd.
+fn sweep(db: &MariaDb, sub: &str) -> Command {
+    Command::from_std(sweep_child(db, sub))
 }
 
 fn sock(db: &MariaDb) -> String {
@@ -55,19 +69,8 @@ fn delay(db: &MariaDb) -> String {
 }
 
 fn prepare(db: &MariaDb) {
-    sweep(db)
-        .args([
-            "prepare",
-            "--socket",
-            &sock(db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--tables",
-            "2",
-            "--table-size",
-            "2000",
-        ])
+    sweep(db, "prepare")
+        .args(["--tables", "2", "--table-size", "2000"])
         .assert()
         .success();
     assert_eq!(
@@ -87,19 +90,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("sweep.json");
     let html = dir.path().join("sweep.html");
-    let out = sweep(&db)
-        .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--workload",
-            "write-only",
-            "--threads",
-            "1,2,4",
-        ])
+    let out = sweep(&db, "run")
+        .args(["--workload", "write-only", "--threads", "1,2,4"])
         .args([
             "--warmup",
             "0.3",
@@ -187,19 +179,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
     assert_eq!(csv.lines().count(), 13);
 
     // Open loop at a rate the server easily keeps: latency from intended starts, rate kept.
-    let out = sweep(&db)
-        .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--workload",
-            "point-select",
-            "--threads",
-            "2",
-        ])
+    let out = sweep(&db, "run")
+        .args(["--workload", "point-select", "--threads", "2"])
         .args([
             "--warmup",
             "0.2",
@@ -227,19 +208,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
     assert_eq!(ol["kept_up"], true, "{ol}");
 
     // Open loop at a rate no 2-core box keeps: it must say so, not silently lower the rate.
-    let out = sweep(&db)
-        .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--workload",
-            "read-write",
-            "--threads",
-            "2",
-        ])
+    let out = sweep(&db, "run")
+        .args(["--workload", "read-write", "--threads", "2"])
         .args([
             "--warmup",
             "0",
@@ -266,21 +236,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
         "-- read then write one row\nSELECT c FROM {table} WHERE id={id};\nUPDATE {table} SET k=k+1, c={c} WHERE id={id};\n",
     )
     .unwrap();
-    let out = sweep(&db)
-        .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--threads",
-            "2",
-            "--warmup",
-            "0",
-            "--duration",
-            "0.5",
-        ])
+    let out = sweep(&db, "run")
+        .args(["--threads", "2", "--warmup", "0", "--duration", "0.5"])
         .args(["--json", "--report-interval", "0", "--sql"])
         .arg(&sql)
         .output()
@@ -302,20 +259,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
     assert!(st["errors"].as_object().unwrap().is_empty(), "{st}");
 
     // Connections killed mid-step: the step is marked and the clients reconnect.
-    let child = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"))
-        .args([
-            "sweep",
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--workload",
-            "point-select",
-            "--threads",
-            "2",
-        ])
+    let child = sweep_child(&db, "run")
+        .args(["--workload", "point-select", "--threads", "2"])
         .args([
             "--warmup",
             "0",
@@ -363,38 +308,16 @@ fn prepare_run_ab_open_loop_and_cleanup() {
     assert_eq!(delay(&db), ORIGINAL_DELAY);
 
     // Settings the server refuses are bad input, checked before any load runs.
-    let out = sweep(&db)
-        .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--threads",
-            "1",
-            "--duration",
-            "0.5",
-        ])
+    let out = sweep(&db, "run")
+        .args(["--threads", "1", "--duration", "0.5"])
         .args(["--variant", "x:innodb_autoinc_lock_mode=1"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("needs a restart"), "{err}");
-    let out = sweep(&db)
-        .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--threads",
-            "1",
-            "--duration",
-            "0.5",
-        ])
+    let out = sweep(&db, "run")
+        .args(["--threads", "1", "--duration", "0.5"])
         .args(["--variant", "x:no_such_variable_here=1"])
         .output()
         .unwrap();
@@ -404,14 +327,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
     // rising and p99 keeps growing (analysis::knee::past_knee over the steps so far), and not
     // before. Which step that is depends on this machine's noise, so the test replays the rule
     // on the measured steps rather than expecting a fixed step.
-    let out = sweep(&db)
+    let out = sweep(&db, "run")
         .args([
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
             "--workload",
             "point-select",
             "--threads",
@@ -460,45 +377,15 @@ fn prepare_run_ab_open_loop_and_cleanup() {
 
     // cleanup drops only what spinscope created.
     db.sql("CREATE DATABASE not_ours");
-    sweep(&db)
-        .args([
-            "cleanup",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--schema",
-            "not_ours",
-        ])
+    sweep(&db, "cleanup")
+        .args(["--schema", "not_ours"])
         .assert()
         .code(2);
-    sweep(&db)
-        .args([
-            "prepare",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--schema",
-            "not_ours",
-            "--table-size",
-            "10",
-        ])
+    sweep(&db, "prepare")
+        .args(["--schema", "not_ours", "--table-size", "10"])
         .assert()
         .code(2);
-    sweep(&db)
-        .args([
-            "cleanup",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-        ])
-        .assert()
-        .success();
+    sweep(&db, "cleanup").assert().success();
     assert_eq!(db.sql("SHOW DATABASES LIKE 'spinscope'").trim(), "");
     assert_eq!(db.sql("SHOW DATABASES LIKE 'not_ours'").trim(), "not_ours");
     assert_eq!(delay(&db), ORIGINAL_DELAY);
@@ -511,18 +398,8 @@ fn sigint_mid_run_restores_the_setting_and_keeps_partial_results() {
     prepare(&db);
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("partial.json");
-    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"))
-        .args([
-            "sweep",
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--workload",
-            "write-only",
-        ])
+    let mut child = sweep_child(&db, "run")
+        .args(["--workload", "write-only"])
         .args([
             "--threads",
             "1,2,4,8",
@@ -598,18 +475,8 @@ fn server_killed_mid_run_stops_with_partial_results_and_the_restore_statement() 
     prepare(&db);
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("partial.json");
-    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_spinscope"))
-        .args([
-            "sweep",
-            "run",
-            "--socket",
-            &sock(&db),
-            "--user",
-            "root",
-            "--no-defaults",
-            "--workload",
-            "point-select",
-        ])
+    let mut child = sweep_child(&db, "run")
+        .args(["--workload", "point-select"])
         .args([
             "--threads",
             "1,2,4",
