@@ -57,16 +57,29 @@ impl MariaDb {
             .tempdir()
             .expect("tempdir");
         let data = dir.path().join("data");
-        let out = Command::new(which("mariadb-install-db").unwrap())
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .args([
-                "--user=root",
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-            ])
-            .output()
-            .expect("running mariadb-install-db");
+        // A private tmpdir: servers bootstrapping in parallel (tests run concurrently) once
+        // failed in the shared /tmp with "Could not remove temporary table ... error: 2".
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).expect("tmpdir");
+        let install = || {
+            Command::new(which("mariadb-install-db").unwrap())
+                .arg("--no-defaults")
+                .arg(format!("--datadir={}", data.display()))
+                .arg(format!("--tmpdir={}", tmp.display()))
+                .args([
+                    "--user=root",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                ])
+                .output()
+                .expect("running mariadb-install-db")
+        };
+        let mut out = install();
+        if !out.status.success() {
+            // One retry on a clean datadir: bootstrap failures seen here were transient.
+            let _ = std::fs::remove_dir_all(&data);
+            out = install();
+        }
         assert!(
             out.status.success(),
             "mariadb-install-db failed: {}",
@@ -78,6 +91,7 @@ impl MariaDb {
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--port={port}"))
             .arg(format!(
                 "--pid-file={}",
