@@ -126,8 +126,9 @@ fn compare_prints_the_story_and_charts_are_written() {
 
 #[test]
 fn ctrl_c_prints_what_was_measured() {
+    use std::io::{BufRead, BufReader, Read};
     let bin = assert_cmd::cargo::cargo_bin("spinscope");
-    let child = std::process::Command::new(bin)
+    let mut child = std::process::Command::new(bin)
         .args([
             "lab",
             "--latch",
@@ -143,14 +144,30 @@ fn ctrl_c_prints_what_was_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Interrupt only once the lab says it is measuring (its handler is installed by then): a
+    // fixed delay could fire before the handler on a loaded machine and kill it outright.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(
+        first.contains("runs of 100 ms"),
+        "first stderr line: {first:?}"
+    );
     // SAFETY: sending SIGINT to our own child process by its pid.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    // Keep reading stderr so the child never blocks on (or fails writing to) a full pipe.
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        stderr.read_to_string(&mut rest).unwrap();
+        rest
+    });
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let rest = drain.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {rest}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("std") && stdout.contains("interrupted"),
         "{stdout}"
     );
+    assert!(rest.contains("interrupted after"), "{rest}");
 }

@@ -47,6 +47,23 @@ fn mono_raw_ns() -> u128 {
     ORIGIN.get_or_init(Instant::now).elapsed().as_nanos()
 }
 
+/// One (ns, ticks) pair read as close together as this machine allows: the TSC is read on both
+/// sides of the clock call, and of 5 tries the one with the narrowest bracket is kept. A
+/// preemption between the two reads (common on a loaded machine) would otherwise shift one end
+/// of a 7 ms window by a whole time slice and the rate by tens of percent.
+fn paired_read() -> (u128, u64) {
+    (0..5)
+        .map(|_| {
+            let a = ticks();
+            let n = mono_raw_ns();
+            let b = ticks();
+            (b.wrapping_sub(a), n, a + b.wrapping_sub(a) / 2)
+        })
+        .min_by_key(|&(bracket, _, _)| bracket)
+        .map(|(_, n, t)| (n, t))
+        .expect("5 tries")
+}
+
 /// Ticks per nanosecond, calibrated once per process over about 20 ms (3 windows, median).
 pub fn ticks_per_ns() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
@@ -56,12 +73,12 @@ pub fn ticks_per_ns() -> f64 {
         }
         let mut rates: Vec<f64> = (0..3)
             .map(|_| {
-                let (n0, t0) = (mono_raw_ns(), ticks());
+                let (n0, t0) = paired_read();
                 let end = Instant::now() + Duration::from_millis(7);
                 while Instant::now() < end {
                     std::hint::spin_loop();
                 }
-                let (n1, t1) = (mono_raw_ns(), ticks());
+                let (n1, t1) = paired_read();
                 t1.wrapping_sub(t0) as f64 / (n1 - n0).max(1) as f64
             })
             .collect();

@@ -94,6 +94,13 @@ impl FutexWord {
         waits
     }
 
+    /// True once a waiter has marked the word contended (it is about to sleep or sleeps): lets
+    /// a test release the lock only after the waiter has given up spinning, with no sleep.
+    #[cfg(test)]
+    pub fn has_sleepers(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CONTENDED
+    }
+
     /// Release; wake one sleeper if anyone may sleep.
     #[inline]
     pub fn unlock(&self) {

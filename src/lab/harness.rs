@@ -109,6 +109,13 @@ struct WorkerOut {
     futex_waits: u64,
 }
 
+/// The mutual-exclusion check: every operation incremented the latch-protected plain counter
+/// once, so a shortfall is the number of updates two overlapping holders lost. Call after all
+/// workers joined.
+fn lost_updates(ops: u64, data: &Unprotected) -> u64 {
+    ops.saturating_sub(data.total())
+}
+
 /// Run one point once. Returns a runtime error only if a thread could not be spawned.
 pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
     let latch: Arc<dyn super::latch::Latch> = Arc::from(
@@ -258,7 +265,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         futex_waits_per_acquire: per(waits),
         fairness: jain_index(&counts),
         min_thread_ops: outs.iter().map(|o| o.ops).min().unwrap_or(0),
-        lost_updates: ops.saturating_sub(data.total()),
+        lost_updates: lost_updates(ops, &data),
         interrupted,
     })
 }
@@ -266,7 +273,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::latch::LATCH_NAMES;
+    use crate::lab::latch::{Latch, LATCH_NAMES};
 
     /// Harness tests start many threads each; running them one at a time keeps them fast.
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -303,50 +310,72 @@ mod tests {
         }
     }
 
-    /// The check above can fail: a "latch" that does not exclude loses updates. A wide gap
-    /// between each read and write, and rounds started together behind a barrier, make the
-    /// loss near-certain even when the threads share one CPU (a preemption inside the gap then
-    /// overwrites everything the others added meanwhile); rounds repeat until it shows, up to
-    /// a bound, so a loaded machine only makes the test slower, not flaky.
+    /// A "latch" that does not exclude: what the check must catch.
+    struct NoLatch;
+
+    impl Latch for NoLatch {
+        fn with_lock(&self, _ctx: &mut WaitCtx, cs: &mut dyn FnMut(usize)) {
+            cs(0);
+        }
+    }
+
+    /// The check above can fail: through a latch that does not exclude, two holders overlap
+    /// and the check reports the update one of them lost. The overlap is forced, not left to
+    /// the scheduler (a race that "usually" happens made this test flaky on a loaded machine):
+    /// holder A reads the counter, then waits inside its read-to-write gap until holder B has
+    /// made a whole increment through the same latch; A's write then overwrites B's. Each
+    /// round loses exactly one update, whatever the load, so the count is asserted exactly.
     #[test]
     fn lab_lost_update_check_can_fail() {
-        let _g = serial();
-        let n = 4u64;
-        let per = 20_000u64;
-        let mut lost_seen = false;
-        for _round in 0..50 {
-            let data = Arc::new(Unprotected::new(1));
-            let barrier = Arc::new(std::sync::Barrier::new(n as usize));
+        use std::sync::mpsc::channel;
+        let rounds = 5u64;
+        let (latch, data) = (&NoLatch, &Unprotected::new(1));
+        let ctx = || WaitCtx::new(SmallRng::seed_from_u64(0), 1);
+        // Only a broken handshake (the gap never runs) could leave a side waiting; fail then
+        // instead of hanging. Never reached when the code under test is right.
+        let patience = Duration::from_secs(60);
+        let mut ops = 0u64;
+        for round in 0..rounds {
+            let (a_read_tx, a_read_rx) = channel::<()>();
+            let (b_done_tx, b_done_rx) = channel::<()>();
             std::thread::scope(|s| {
-                for _ in 0..n {
-                    let d = data.clone();
-                    let b = barrier.clone();
-                    s.spawn(move || {
-                        b.wait();
-                        for _ in 0..per {
-                            // SAFETY: deliberately violated contract to prove the check detects
-                            // it; only a u64 in our own allocation is raced.
-                            unsafe {
-                                d.bump_with_gap(0, || {
-                                    for _ in 0..20 {
-                                        std::hint::spin_loop();
-                                    }
-                                })
-                            };
-                        }
+                s.spawn(move || {
+                    latch.with_lock(&mut ctx(), &mut |sh| {
+                        // SAFETY: deliberately violated contract (NoLatch excludes nobody) to
+                        // prove the check detects it; only a u64 in our own allocation is raced,
+                        // and the handshake orders the accesses, so there is no data race.
+                        unsafe {
+                            data.bump_with_gap(sh, || {
+                                a_read_tx.send(()).unwrap();
+                                b_done_rx
+                                    .recv_timeout(patience)
+                                    .expect("B never finished its increment");
+                            })
+                        };
                     });
-                }
+                });
+                s.spawn(move || {
+                    a_read_rx
+                        .recv_timeout(patience)
+                        .expect("A never reached the gap between its read and write");
+                    latch.with_lock(&mut ctx(), &mut |sh| {
+                        // SAFETY: as above; A is parked in its gap, between its read and write.
+                        unsafe { data.bump(sh) };
+                    });
+                    b_done_tx.send(()).unwrap();
+                });
             });
-            let total = data.total();
-            assert!(total <= n * per, "more increments than made: {total}");
-            if total < n * per {
-                lost_seen = true;
-                break;
-            }
+            ops += 2;
+            assert_eq!(
+                lost_updates(ops, data),
+                round + 1,
+                "round {round}: the overwritten increment was not reported as lost"
+            );
         }
-        assert!(
-            lost_seen,
-            "50 rounds of unsynchronized increments lost nothing: the check could not fail"
+        assert_eq!(
+            data.total(),
+            rounds,
+            "each round keeps exactly one of its two increments"
         );
     }
 

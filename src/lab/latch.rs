@@ -489,21 +489,21 @@ impl Unprotected {
     /// The caller must hold the latch that guards shard `s`.
     #[inline]
     pub unsafe fn bump(&self, s: usize) {
-        let p = self.cells[s].0.get();
-        // SAFETY: the caller holds the shard's latch (function contract); volatile keeps the
-        // read and the write separate so a broken latch shows as lost updates.
-        unsafe { ptr::write_volatile(p, ptr::read_volatile(p) + 1) };
+        // SAFETY: same contract.
+        unsafe { self.bump_with_gap(s, || {}) }
     }
 
-    /// As `bump`, with `gap` run between the read and the write: widens the window in which
-    /// an unsynchronized writer loses updates (for the test that proves the check can fail).
+    /// As `bump`, with `gap` run between the read and the write. `bump` is this with an empty
+    /// gap, so the test that forces another increment into the gap (proving the lost-update
+    /// check can fail) exercises the very read and write the harness uses.
     ///
     /// # Safety
     /// As `bump`.
-    #[cfg(test)]
-    pub unsafe fn bump_with_gap(&self, s: usize, gap: impl Fn()) {
+    #[inline]
+    pub unsafe fn bump_with_gap(&self, s: usize, gap: impl FnOnce()) {
         let p = self.cells[s].0.get();
-        // SAFETY: as in `bump`.
+        // SAFETY: the caller holds the shard's latch (function contract); volatile keeps the
+        // read and the write separate so a broken latch shows as lost updates.
         unsafe {
             let v = ptr::read_volatile(p);
             gap();
@@ -572,7 +572,9 @@ mod tests {
 
     #[test]
     fn innodb_spins_the_documented_hints_when_the_lock_stays_busy() {
-        // Hold the word from the outside: one acquisition attempt then spins L rounds.
+        // Hold the word from the outside: the waiter spins L rounds, yields, then marks the word
+        // contended and sleeps. Releasing only after that mark (not after a fixed sleep, which
+        // a loaded machine can outlast before the waiter even starts) makes the path certain.
         let p = SpinParams {
             loops: 3,
             delay: 1,
@@ -583,13 +585,15 @@ mod tests {
         let mut ctx = WaitCtx::new(SmallRng::seed_from_u64(3), 1);
         std::thread::scope(|s| {
             s.spawn(|| {
-                std::thread::sleep(std::time::Duration::from_millis(30));
+                while !l.word.has_sleepers() {
+                    std::thread::yield_now();
+                }
                 l.word.unlock();
             });
             l.with_lock(&mut ctx, &mut |_| {});
         });
         // d=1 exclusive: k is always 0, so no hints at all, whatever the rounds.
         assert_eq!(ctx.hints, 0);
-        assert!(ctx.yields >= 1);
+        assert!(ctx.yields >= 1, "the waiter did not yield before sleeping");
     }
 }
