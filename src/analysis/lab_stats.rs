@@ -52,6 +52,33 @@ pub fn judge(base: &Summary, new: &Summary, tolerance_pct: f64) -> Movement {
     }
 }
 
+/// The one-line explanation of a `--compare-pause-scale` row. Only latches that spin a *count*
+/// of hints are told "a count of hints now lasts longer"; a time-bounded spinner that moves
+/// notices the release only between hints, which got coarser; a latch that executes no hints
+/// can only move by noise or scheduling.
+pub fn compare_story(
+    latch: &str,
+    ops: Movement,
+    cpu: Movement,
+    ops_change_pct: f64,
+) -> &'static str {
+    let moved = ops == Movement::Changed || cpu == Movement::Changed;
+    match latch {
+        _ if ops == Movement::Stable && cpu == Movement::Stable => {
+            "unaffected by the hint's latency"
+        }
+        _ if !moved => "moves, but within the spread of repeats",
+        "futex" | "std" | "parking-lot" => {
+            "moves although it executes no hints: noise or scheduling"
+        }
+        "time-budget" if ops_change_pct < 0.0 => {
+            "loses throughput: it sees the release only between hints, now coarser"
+        }
+        _ if ops_change_pct < 0.0 => "loses throughput: a count of hints now lasts longer",
+        _ => "changes with the hint's latency",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +105,28 @@ mod tests {
         assert_eq!(judge(&a, &b, 10.0), Movement::Stable);
         assert_eq!(judge(&a, &c, 10.0), Movement::Changed);
         assert_eq!(judge(&a, &d, 10.0), Movement::Unclear);
+    }
+
+    #[test]
+    fn stories_blame_the_hint_count_only_where_there_is_one() {
+        use Movement::*;
+        let count = "loses throughput: a count of hints now lasts longer";
+        assert_eq!(compare_story("innodb57", Changed, Changed, -30.0), count);
+        assert_eq!(compare_story("mcs", Changed, Stable, -80.0), count);
+        assert_ne!(compare_story("time-budget", Changed, Stable, -10.2), count);
+        assert_ne!(compare_story("futex", Changed, Stable, -12.0), count);
+        assert_eq!(
+            compare_story("time-budget", Stable, Stable, -7.0),
+            "unaffected by the hint's latency"
+        );
+        assert_eq!(
+            compare_story("mysql80", Unclear, Stable, -12.0),
+            "moves, but within the spread of repeats"
+        );
+        assert_eq!(
+            compare_story("mysql80", Changed, Stable, 15.0),
+            "changes with the hint's latency"
+        );
     }
 
     proptest::proptest! {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::lab_stats::{change_pct, judge, Movement};
+use crate::analysis::lab_stats::{change_pct, compare_story, judge, Movement};
 use crate::analysis::stats::{summarize, Summary};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::lab::{self, clock, RunMetrics, SpinParams, Workload, LATCH_NAMES};
@@ -573,16 +573,7 @@ fn print_tables(doc: &LabDoc) {
             "story",
         ]);
         for r in &doc.compare {
-            let story = match (r.ops_movement, r.cpu_movement) {
-                (Movement::Stable, Movement::Stable) => "unaffected by the hint's latency",
-                (Movement::Changed, _) | (_, Movement::Changed) if r.ops_change_pct < 0.0 => {
-                    "loses throughput: a count of hints now lasts longer"
-                }
-                (Movement::Changed, _) | (_, Movement::Changed) => {
-                    "changes with the hint's latency"
-                }
-                _ => "moves, but within the spread of repeats",
-            };
+            let story = compare_story(&r.latch, r.ops_movement, r.cpu_movement, r.ops_change_pct);
             t.add_row(vec![
                 r.latch.clone(),
                 r.threads.to_string(),
