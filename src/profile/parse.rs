@@ -1,8 +1,12 @@
 //! A lenient reader of `perf script` text: counts samples, finds leaf frames without a symbol
-//! (so their instruction bytes can be examined), and renames chosen leaf frames before the
-//! text goes to inferno's folder. It never panics on any input; it only reports what it saw.
+//! (so their instruction bytes can be examined), and notes where the text must change before it
+//! goes to inferno's folder (sample periods dropped, chosen leaf frames renamed). The changes
+//! are applied on the fly by [`Edited`], a reader, so a 100 MB script is never copied. It never
+//! panics on any input; it only reports what it saw.
 
 use std::collections::BTreeMap;
+use std::io::{self, BufRead, Read};
+use std::ops::Range;
 
 /// One frame line: `\t<hex ip> <symbol>[+0xoff] (<dso>)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +56,12 @@ pub struct Scan {
     pub headers: u64,
     /// The event name of the first header (`cpu-clock`, `cycles`), as inferno reads it.
     pub first_event: Option<String>,
+    /// Byte ranges of the sample periods in event headers, in text order: dropped before
+    /// folding so that inferno counts samples rather than summing periods.
+    pub periods: Vec<Range<usize>>,
+    /// Byte ranges (without the line end) of the leaf lines counted in `unknown_leaves`, in text
+    /// order: the candidates for renaming once their instruction bytes have been examined.
+    pub unknown_leaf_lines: Vec<Range<usize>>,
 }
 
 /// The event name of a header: the token after the time (`12.345678:`), up to its first ':'.
@@ -72,29 +82,67 @@ fn is_unknown(sym: &str) -> bool {
     sym.is_empty() || sym.starts_with("[unknown]")
 }
 
+/// Blank (empty or whitespace only, as `trim()` and inferno see it); decides on the first
+/// byte that is not ASCII whitespace instead of trimming both ends of every line.
+fn is_blank(line: &str) -> bool {
+    match line.bytes().find(|b| !b.is_ascii_whitespace()) {
+        None => true,
+        Some(b) if b.is_ascii() => false,
+        Some(_) => line.trim().is_empty(),
+    }
+}
+
+/// Substring test without building a `str` searcher per call (this runs once per header).
+fn has(hay: &str, needle: &[u8]) -> bool {
+    let h = hay.as_bytes();
+    let mut i = 0;
+    while let Some(p) = h[i..].iter().position(|&b| b == needle[0]) {
+        if h[i + p..].starts_with(needle) {
+            return true;
+        }
+        i += p + 1;
+    }
+    false
+}
+
+/// The lines of `text` as `lines()` yields them, each with the offset where it starts.
+fn lines_at(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut pos = 0;
+    text.split_inclusive('\n').map(move |raw| {
+        let at = pos;
+        pos += raw.len();
+        let line = raw.strip_suffix('\n').unwrap_or(raw);
+        (at, line.strip_suffix('\r').unwrap_or(line))
+    })
+}
+
 /// Scan a perf-script text.
 pub fn scan(text: &str) -> Scan {
     let mut s = Scan::default();
     let mut in_event = false;
     let mut have_leaf = false;
-    for line in text.lines() {
-        if line.trim().is_empty() {
+    for (at, line) in lines_at(text) {
+        if is_blank(line) {
             in_event = false;
             continue;
         }
-        if line.starts_with('#') {
+        let first = line.as_bytes()[0];
+        if first == b'#' {
             continue;
         }
         if !line.starts_with(char::is_whitespace) {
             // An event header (`comm pid/tid time: period event:`), or a side-band record.
-            if line.contains("PERF_RECORD_") {
+            if has(line, b"PERF_RECORD_") {
                 in_event = false;
                 continue;
             }
-            if line.contains(": ") || line.trim_end().ends_with(':') {
+            if has(line, b": ") || line.trim_end().ends_with(':') {
                 s.headers += 1;
                 if s.first_event.is_none() {
                     s.first_event = event_of(line).map(str::to_string);
+                }
+                if let Some(r) = period_span(line) {
+                    s.periods.push(at + r.start..at + r.end);
                 }
                 in_event = true;
                 have_leaf = false;
@@ -125,6 +173,7 @@ pub fn scan(text: &str) -> Scan {
                         *s.unknown_leaves
                             .entry((f.dso.to_string(), f.ip))
                             .or_insert(0) += 1;
+                        s.unknown_leaf_lines.push(at..at + line.len());
                     }
                 }
             }
@@ -134,17 +183,16 @@ pub fn scan(text: &str) -> Scan {
     s
 }
 
-/// Drop the sample period from an event header (`comm pid/tid time: PERIOD event:`), so that
-/// inferno counts samples rather than summing periods; other headers are returned unchanged.
-pub fn header_without_period(line: &str) -> Option<String> {
-    // The last three tokens must be `time:`, `PERIOD`, `event:`; work from the end without
-    // collecting every token (this runs once per sample on 100k-sample scripts).
+/// Where the sample period sits in an event header (`comm pid/tid time: PERIOD event:`), or
+/// `None` for a header without one. Works from the end without collecting every token.
+pub fn period_span(line: &str) -> Option<Range<usize>> {
+    // The last three tokens must be `time:`, `PERIOD`, `event:`.
     let t = line.trim_end();
     let (rest, event) = t.rsplit_once(char::is_whitespace)?;
     let rest = rest.trim_end();
     let (before, period) = rest.rsplit_once(char::is_whitespace)?;
-    let before = before.trim_end();
     let time_ok = before
+        .trim_end()
         .rsplit(char::is_whitespace)
         .next()
         .is_some_and(|x| x.ends_with(':'));
@@ -153,57 +201,163 @@ pub fn header_without_period(line: &str) -> Option<String> {
         && period.bytes().all(|b| b.is_ascii_digit())
         && time_ok
     {
-        let mut h = String::with_capacity(before.len() + event.len() + 1);
-        h.push_str(before);
-        h.push(' ');
-        h.push_str(event);
-        return Some(h);
+        let end = rest.len();
+        return Some(end - period.len()..end);
     }
     None
 }
 
-/// Prepare a perf-script text for inferno: drop sample periods from headers (count samples),
-/// and rename leaf frames whose (dso, ip) is in `names` to carry that name as their symbol.
-pub fn rename_leaves(text: &str, names: &BTreeMap<(String, u64), String>) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 16);
-    let mut in_event = false;
-    let mut have_leaf = false;
-    for line in text.lines() {
-        let mut replaced = false;
-        if line.trim().is_empty() {
-            in_event = false;
-        } else if !line.starts_with(char::is_whitespace) {
-            in_event = !line.starts_with('#') && !line.contains("PERF_RECORD_");
-            have_leaf = false;
-            if in_event {
-                if let Some(h) = header_without_period(line) {
-                    out.push_str(&h);
-                    out.push('\n');
-                    replaced = true;
-                }
+/// One change to the text: `range` is replaced by `with`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub range: Range<usize>,
+    pub with: String,
+}
+
+/// The changes that prepare a scanned text for inferno: drop every sample period (count
+/// samples), and rename the unknown leaf frames whose (dso, ip) is in `names` to carry that name
+/// as their symbol. Sorted by position, non-overlapping.
+pub fn edits(text: &str, scan: &Scan, names: &BTreeMap<(String, u64), String>) -> Vec<Edit> {
+    let mut renames = Vec::new();
+    if !names.is_empty() {
+        for r in &scan.unknown_leaf_lines {
+            let Some(f) = frame_line(&text[r.clone()]) else {
+                continue;
+            };
+            if let Some(name) = names.get(&(f.dso.to_string(), f.ip)) {
+                renames.push(Edit {
+                    range: r.clone(),
+                    with: format!("\t{:x} {} ({})", f.ip, name, f.dso),
+                });
             }
-        } else if in_event && !have_leaf {
-            if let Some(f) = frame_line(line) {
-                have_leaf = true;
-                if is_unknown(f.sym) {
-                    if let Some(name) = names.get(&(f.dso.to_string(), f.ip)) {
-                        out.push_str(&format!("\t{:x} {} ({})\n", f.ip, name, f.dso));
-                        replaced = true;
-                    }
-                }
-            }
-        }
-        if !replaced {
-            out.push_str(line);
-            out.push('\n');
         }
     }
-    out
+    let mut all: Vec<Edit> = scan
+        .periods
+        .iter()
+        .map(|r| Edit {
+            range: r.clone(),
+            with: String::new(),
+        })
+        .collect();
+    if !renames.is_empty() {
+        all.extend(renames);
+        all.sort_by_key(|e| e.range.start);
+    }
+    all
+}
+
+/// `text` read with `edits` applied, without copying the text: what inferno's folder reads.
+pub struct Edited<'a> {
+    text: &'a [u8],
+    edits: &'a [Edit],
+    /// Next byte of `text` to deliver (when not inside a replacement).
+    pos: usize,
+    /// Index of the first edit not yet passed.
+    next: usize,
+    /// Inside `edits[next].with`, at this offset.
+    in_edit: Option<usize>,
+}
+
+impl<'a> Edited<'a> {
+    /// `edits` must be sorted by position and not overlap (as [`edits`] returns them).
+    pub fn new(text: &'a str, edits: &'a [Edit]) -> Self {
+        Edited {
+            text: text.as_bytes(),
+            edits,
+            pos: 0,
+            next: 0,
+            in_edit: None,
+        }
+    }
+}
+
+impl BufRead for Edited<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        loop {
+            if let Some(off) = self.in_edit {
+                let e = &self.edits[self.next];
+                if off < e.with.len() {
+                    return Ok(&e.with.as_bytes()[off..]);
+                }
+                self.pos = e.range.end.min(self.text.len());
+                self.next += 1;
+                self.in_edit = None;
+                continue;
+            }
+            let stop = self
+                .edits
+                .get(self.next)
+                .map_or(self.text.len(), |e| e.range.start.min(self.text.len()));
+            if self.pos < stop {
+                return Ok(&self.text[self.pos..stop]);
+            }
+            if self.next < self.edits.len() {
+                self.in_edit = Some(0);
+                continue;
+            }
+            return Ok(&[]);
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        match &mut self.in_edit {
+            Some(off) => *off += n,
+            None => self.pos += n,
+        }
+    }
+}
+
+impl Read for Edited<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let src = self.fill_buf()?;
+        let n = src.len().min(buf.len());
+        buf[..n].copy_from_slice(&src[..n]);
+        self.consume(n);
+        Ok(n)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn edited(t: &str, s: &Scan, names: &BTreeMap<(String, u64), String>) -> String {
+        let e = edits(t, s, names);
+        let mut out = String::new();
+        Edited::new(t, &e).read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn edits_apply_in_place_of_a_copy() {
+        let t = "a 1/2 3.0: 7 ev:\r\n\t 10 [unknown] (/b)\r\n\n# c\nd 1/2 4.0: 8 ev:\n\t 10 [unknown] (/b)";
+        let s = scan(t);
+        assert_eq!(s.periods.len(), 2);
+        assert_eq!(s.unknown_leaf_lines.len(), 2);
+        assert_eq!(
+            edited(t, &s, &BTreeMap::new()),
+            "a 1/2 3.0:  ev:\r\n\t 10 [unknown] (/b)\r\n\n# c\nd 1/2 4.0:  ev:\n\t 10 [unknown] (/b)"
+        );
+        let names = BTreeMap::from([(("/b".to_string(), 0x10), "[x]".to_string())]);
+        assert_eq!(
+            edited(t, &s, &names),
+            "a 1/2 3.0:  ev:\r\n\t10 [x] (/b)\r\n\n# c\nd 1/2 4.0:  ev:\n\t10 [x] (/b)"
+        );
+        // Small reads cross edit boundaries like large ones.
+        let e = edits(t, &s, &names);
+        let mut r = Edited::new(t, &e);
+        let (mut out, mut b) = (Vec::new(), [0u8; 3]);
+        loop {
+            let n = r.read(&mut b).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&b[..n]);
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), edited(t, &s, &names));
+        assert!(is_blank(" \t\u{3000}") && !is_blank(" x") && !is_blank("\u{e9}"));
+    }
 
     #[test]
     fn frame_lines() {
@@ -240,14 +394,13 @@ mod tests {
             ("/usr/sbin/mariadbd".to_string(), 0x10),
             "[spin]".to_string(),
         );
-        let r = rename_leaves(t, &names);
+        let r = edited(t, &s, &names);
         assert!(r.contains("\t10 [spin] (/usr/sbin/mariadbd)\n"));
         assert!(r.contains("\t 20 main (/usr/sbin/mariadbd)\n"));
-        assert_eq!(
-            header_without_period("mysqld 1/2 [001] 5.0:    1001001 cpu-clock: ").as_deref(),
-            Some("mysqld 1/2 [001] 5.0: cpu-clock:")
-        );
-        assert_eq!(header_without_period("mysqld 1/2 5.0: cpu-clock:"), None);
+        assert!(r.starts_with("mariadbd 1/2 10.0:  cpu-clock:\n"), "{r}");
+        let h = "mysqld 1/2 [001] 5.0:    1001001 cpu-clock: ";
+        assert_eq!(&h[period_span(h).unwrap()], "1001001");
+        assert_eq!(period_span("mysqld 1/2 5.0: cpu-clock:"), None);
         assert_eq!(
             event_of("mysqld 1/2 [001] 5.0:    1001001 cpu-clock: "),
             Some("cpu-clock")
