@@ -1,58 +1,165 @@
-//! SEMAPHORES counters that cannot be trusted (hard-coded zeros or blank by design).
+//! What the SEMAPHORES counters can and cannot say (docs/REFERENCE.md §4): constant zeros
+//! (MySQL 8.0.32+, 8.1+, 8.4, 9.x), blank by design (MariaDB 10.6+), live counters (all-zero
+//! live counters are judged against `Uptime`), or a section no known layout matches.
 
 use crate::doctor::{ev, Facts, Finding, Severity};
+use crate::server::parse::innodb::Semaphores;
+use crate::spin::version::Flavor;
+
+/// Below this uptime an all-zero set of live counters is what a fresh start looks like.
+const FRESH_START_S: u64 = 600;
+
+const READ_INSTEAD: &str =
+    "Read performance_schema wait/synch summaries (with the instruments enabled) and, on the \
+     server's host, the CPU signature (user vs system CPU, context switches).";
+
+fn uptime_s(f: &Facts) -> Option<u64> {
+    f.status_after
+        .u64("Uptime")
+        .or_else(|| f.status_before.u64("Uptime"))
+}
+
+fn array_evidence(s: &Semaphores) -> Vec<crate::doctor::Evidence> {
+    let mut e = Vec::new();
+    if !s.reservation_counts.is_empty() {
+        let r: u64 = s.reservation_counts.iter().sum();
+        e.push(ev("sync array reservations", r as f64, ""));
+    }
+    e
+}
+
+fn counter_evidence(s: &Semaphores) -> Vec<crate::doctor::Evidence> {
+    s.counters()
+        .into_iter()
+        .flat_map(|(n, c)| {
+            let mut v = vec![ev(&format!("{n} spins"), c.spins as f64, "")];
+            if let Some(r) = c.rounds {
+                v.push(ev(&format!("{n} rounds"), r as f64, ""));
+            }
+            v.push(ev(&format!("{n} OS waits"), c.os_waits as f64, ""));
+            v
+        })
+        .collect()
+}
+
+/// MySQL / Percona 8.0.13-8.0.31: live in 8.0.12, constants from 8.0.32 at the latest; the
+/// release in between where they became constants is not established.
+fn in_unsettled_80_range(f: &Facts) -> bool {
+    f.version.as_ref().is_some_and(|v| {
+        matches!(v.flavor, Flavor::Mysql | Flavor::Percona)
+            && v.at_least(8, 0, 13)
+            && !v.at_least(8, 0, 32)
+    })
+}
+
+fn zeros(f: &Facts, s: &Semaphores) -> Finding {
+    let mut evidence = array_evidence(s);
+    let up = uptime_s(f);
+    if let Some(u) = up {
+        evidence.push(ev("uptime", u as f64, "s"));
+    }
+    if in_unsettled_80_range(f) {
+        return Finding {
+            id: "semaphores-untrusted".into(),
+            severity: Severity::Info,
+            title: "SEMAPHORES counters are all zero, and this 8.0 release may print them as constants"
+                .into(),
+            evidence,
+            why: "MySQL 8.0.12 still counted spins (a public capture shows non-zero RW counters); 8.0.32 \
+                  and later print constant zeros (storage/innobase/sync/sync0sync.cc, \
+                  sync_print_wait_info). The first release with constants lies in between and is not \
+                  established (docs/REFERENCE.md §4), so these zeros prove nothing either way."
+                .into(),
+            what_to_do: READ_INSTEAD.into(),
+            statements: vec![],
+        };
+    }
+    let (title, why) = match up {
+        Some(u) if u < FRESH_START_S => (
+            format!("SEMAPHORES counters are all zero: the server started {u} s ago"),
+            "These counters are live on this version and count from startup; right after a start no \
+             latch has had to spin yet, so zeros are expected (docs/REFERENCE.md §4)."
+                .to_string(),
+        ),
+        Some(u) => (
+            format!(
+                "SEMAPHORES counters are all zero after {:.1} h of uptime",
+                u as f64 / 3600.0
+            ),
+            "These counters are live on this version and count from startup: no latch has spun since \
+             then, so the server has been idle or nearly so. If it carried real load, that is odd: \
+             check that this text comes from the server you meant (docs/REFERENCE.md §4)."
+                .to_string(),
+        ),
+        None => (
+            "SEMAPHORES counters are all zero".to_string(),
+            "These counters are live on this version and count from startup: no latch has spun since \
+             then. Uptime is unknown, so whether that is odd (a busy server) or expected (a fresh or \
+             idle one) cannot be said (docs/REFERENCE.md §4)."
+                .to_string(),
+        ),
+    };
+    Finding {
+        id: "semaphores-live".into(),
+        severity: Severity::Info,
+        title,
+        evidence,
+        why,
+        what_to_do: "Compare two captures under load to get rates.".into(),
+        statements: vec![],
+    }
+}
 
 pub fn check(f: &Facts) -> Vec<Finding> {
     let Some(state) = f.semaphores_state() else {
         return vec![];
     };
-    let read_instead =
-        "Read performance_schema wait/synch summaries (with the instruments enabled) and, on the \
-                        server's host, the CPU signature (user vs system CPU, context switches).";
-    let (title, why) = match state {
+    let Some(s) = f.innodb.as_ref().and_then(|i| i.semaphores.as_ref()) else {
+        return vec![];
+    };
+    let (title, why, evidence) = match state {
         "blank-by-design" => (
             "SEMAPHORES is blank by design on MariaDB 10.6+: no spin counters exist".to_string(),
-            "MariaDB 10.6 replaced the sync arrays with srw_lock/futex waits and prints only the section header; \
-             an empty section is not evidence of no contention."
+            "MariaDB 10.6 replaced InnoDB's sync arrays and their counters with srw_lock/futex waits \
+             (MDEV-21452, MDEV-24142) and prints only the section header; an empty section is not \
+             evidence of no contention (docs/REFERENCE.md §4)."
                 .to_string(),
+            vec![],
         ),
         "hard-coded-zeros" => (
-            "SEMAPHORES spin counters are hard-coded zeros on this MySQL version".to_string(),
-            "MySQL 8.0.32+, 8.4 and 9.x print the RW counters as zeros for compatibility (and the INNODB_METRICS \
-             rw-lock counters are 'Deprecated counter, always 0'): zeros are NOT evidence of no contention."
+            "SEMAPHORES spin counters are constant zeros on this MySQL version".to_string(),
+            "MySQL 8.0.32 and later print the RW lines as fixed zeros (storage/innobase/sync/sync0sync.cc, \
+             sync_print_wait_info: the counters are deprecated) and the INNODB_METRICS rw-lock counters \
+             say 'Deprecated counter, always 0': zeros are NOT evidence of no contention, while the sync \
+             array reservation count still moves (docs/REFERENCE.md §4)."
                 .to_string(),
+            array_evidence(s),
         ),
-        "zeros" => (
-            "SEMAPHORES counters are all zero".to_string(),
-            "All zeros after uptime usually means the counters are not maintained by this build.".to_string(),
-        ),
+        "zeros" => return vec![zeros(f, s)],
         "blank" | "unrecognised" => (
             format!("SEMAPHORES section is {state}: no counters could be read"),
-            "The section did not contain counters in any known format (it may be cut at 1 MB or from an unknown build)."
-                .to_string(),
+            format!(
+                "{}. The section matched no known layout (it may be cut at 1 MB or come from an \
+                 unknown build); nothing in it is reported as a number (docs/REFERENCE.md §4).",
+                s.describe()
+            ),
+            vec![],
         ),
         _ => {
-            let s = f.innodb.as_ref().and_then(|i| i.semaphores.as_ref());
-            let Some(s) = s else { return vec![] };
-            let evidence = s
-                .counters()
-                .into_iter()
-                .flat_map(|(n, c)| {
-                    [
-                        ev(&format!("{n} spins"), c.spins as f64, ""),
-                        ev(&format!("{n} rounds"), c.rounds as f64, ""),
-                        ev(&format!("{n} OS waits"), c.os_waits as f64, ""),
-                    ]
-                })
-                .collect();
+            let mut why = "Spins, rounds and OS waits per latch class, cumulative since startup; rounds \
+                           per OS wait near innodb_sync_spin_loops means spinning rarely succeeds \
+                           (docs/REFERENCE.md §4)."
+                .to_string();
+            if s.unrecognised_count > 0 {
+                why.push_str(&format!(" Also: {}.", s.describe()));
+            }
             return vec![Finding {
                 id: "semaphores-live".into(),
                 severity: Severity::Info,
-                title: "SEMAPHORES counters are live on this version (cumulative since startup)".into(),
-                evidence,
-                why: "Spins, rounds and OS waits per latch class; rounds per OS wait near innodb_sync_spin_loops means \
-                      spinning rarely succeeds."
+                title: "SEMAPHORES counters are live on this version (cumulative since startup)"
                     .into(),
+                evidence: counter_evidence(s),
+                why,
                 what_to_do: "Compare two captures to get rates.".into(),
                 statements: vec![],
             }];
@@ -62,9 +169,9 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         id: "semaphores-untrusted".into(),
         severity: Severity::Info,
         title,
-        evidence: vec![],
+        evidence,
         why,
-        what_to_do: read_instead.into(),
+        what_to_do: READ_INSTEAD.into(),
         statements: vec![],
     }]
 }

@@ -1,5 +1,5 @@
-//! Pure parsers of what a server prints: `SHOW ENGINE INNODB STATUS` (every format of
-//! spin-facts.md §4/§7) and name/value tables (variables, status). No I/O; never panic.
+//! Pure parsers of what a server prints: `SHOW ENGINE INNODB STATUS` (every SEMAPHORES layout
+//! of docs/REFERENCE.md §4) and name/value tables (variables, status). No I/O; never panic.
 
 pub mod innodb;
 pub mod vars;
