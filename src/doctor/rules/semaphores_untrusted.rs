@@ -121,7 +121,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         "blank-by-design" => (
             "SEMAPHORES is blank by design on MariaDB 10.6+: no spin counters exist".to_string(),
             "MariaDB 10.6 replaced InnoDB's sync arrays and their counters with srw_lock/futex waits \
-             (MDEV-21452, MDEV-24142) and prints only the section header; an empty section is not \
+             (MDEV-21452, MariaDB 10.6.0) and prints only the section header; an empty section is not \
              evidence of no contention (docs/REFERENCE.md §4)."
                 .to_string(),
             vec![],
@@ -174,4 +174,89 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         what_to_do: READ_INSTEAD.into(),
         statements: vec![],
     }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::snapshot::{Snapshot, SNAPSHOT_SCHEMA};
+
+    const ZEROS_57: &str = "----------\nSEMAPHORES\n----------\n\
+        OS WAIT ARRAY INFO: reservation count 0\nOS WAIT ARRAY INFO: signal count 0\n\
+        RW-shared spins 0, rounds 0, OS waits 0\nRW-excl spins 0, rounds 0, OS waits 0\n\
+        RW-sx spins 0, rounds 0, OS waits 0\n\
+        Spin rounds per wait: 0.00 RW-shared, 0.00 RW-excl, 0.00 RW-sx\n";
+
+    fn facts(version: &str, uptime: Option<&str>, text: &str) -> Facts {
+        let status: std::collections::BTreeMap<String, String> = uptime
+            .map(|u| [("Uptime".to_string(), u.to_string())].into())
+            .unwrap_or_default();
+        Facts::from_snapshot(Snapshot {
+            schema: SNAPSHOT_SCHEMA.into(),
+            captured_at_unix_s: 0,
+            target: "t".into(),
+            local: false,
+            version: version.into(),
+            version_comment: None,
+            variables: Default::default(),
+            status_before: status.clone(),
+            status_after: status,
+            window_s: 1.0,
+            innodb_status: Some(text.into()),
+            pfs: None,
+            burst: None,
+            host: None,
+            refused: vec![],
+            notes: vec![],
+            lost_connection: false,
+        })
+    }
+
+    fn one(f: &Facts) -> Finding {
+        let v = check(f);
+        assert_eq!(v.len(), 1, "{v:?}");
+        v.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn live_zeros_on_57_are_judged_by_uptime() {
+        let f = one(&facts("5.7.44-log", Some("42"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-live");
+        assert!(f.title.contains("started 42 s ago"), "{}", f.title);
+        let f = one(&facts("5.7.44-log", Some("86400"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-live");
+        assert!(f.title.contains("24.0 h"), "{}", f.title);
+        assert!(f.why.contains("idle"), "{}", f.why);
+        let f = one(&facts("5.7.44-log", None, ZEROS_57));
+        assert!(f.why.contains("Uptime is unknown"), "{}", f.why);
+        // MariaDB 10.2-10.5 print the same layout and count for real.
+        let f = one(&facts("10.5.27-MariaDB", Some("30"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-live");
+    }
+
+    #[test]
+    fn zeros_by_version() {
+        let f = one(&facts("8.0.32", Some("100000"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-untrusted");
+        assert!(f.title.contains("constant zeros"), "{}", f.title);
+        let f = one(&facts("9.2.0", Some("100000"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-untrusted");
+        // Between the last release seen counting (8.0.12) and 8.0.32: say it is unsettled.
+        let f = one(&facts("8.0.25", Some("100000"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-untrusted");
+        assert!(f.why.contains("not established"), "{}", f.why);
+        let f = one(&facts("8.0.12", Some("100000"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-live");
+    }
+
+    #[test]
+    fn unrecognised_section_names_what_was_and_was_not_read() {
+        let text = "----------\nSEMAPHORES\n----------\nOS WAIT ARRAY INFO: reservation count 3\n\
+                    Latch storms 12, naps 4\n";
+        let f = one(&facts("8.0.12", Some("100"), text));
+        assert_eq!(f.id, "semaphores-untrusted");
+        assert!(f.why.contains("recognised OS WAIT ARRAY"), "{}", f.why);
+        assert!(f.why.contains("Latch storms 12"), "{}", f.why);
+        assert!(f.evidence.is_empty(), "no guess presented as a number");
+    }
 }

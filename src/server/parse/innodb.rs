@@ -570,7 +570,10 @@ mod tests {
 
     #[test]
     fn mysql8032_and_84_print_hard_zeros() {
-        for text in [fixture!("synthetic_mysql8032_zeros.txt"), fixture!("synthetic_mysql84.txt")] {
+        for text in [
+            fixture!("synthetic_mysql8032_zeros.txt"),
+            fixture!("synthetic_mysql84.txt"),
+        ] {
             let st = parse(text);
             let s = st.semaphores.unwrap();
             assert_eq!(s.layout, SemaphoreLayout::Rw57);
@@ -635,6 +638,43 @@ mod tests {
         assert!(st.semaphores.is_none() && st.truncated);
         let st = parse("----------\nSEMAPHORES\n----------\nRW-shared spins x, rounds\n--Thread");
         assert_eq!(st.semaphores.unwrap().layout, SemaphoreLayout::Unrecognised);
+    }
+
+    #[test]
+    fn wrapped_rounds_per_wait_and_80_mutex_cell() {
+        // Synthetic: the wrap is how a public 5.7 capture shows a long line cut by a client;
+        // the mutex cell is the 8.0 `created F:L` form.
+        let t = "----------\nSEMAPHORES\n----------\nOS WAIT ARRAY INFO: reservation count 119\n\
+                 --Thread 139 has waited at trx0trx.cc line 1541 for 3 seconds the semaphore:\n\
+                 Mutex at 0x7f00, Mutex TRX_SYS created trx0sys.cc:589, lock var 1\n\
+                 OS WAIT ARRAY INFO: signal count 103\n\
+                 Mutex spin waits 0, rounds 0, OS waits 0\n\
+                 RW-shared spins 38, rounds 76, OS waits 38\n\
+                 RW-excl spins 2, rounds 9383715, OS waits 3\nRW-sx spins 0, rounds 0, OS waits 0\n\
+                 Spin rounds per wait: 0.00 mutex, 2.00 RW-shared, 4691857.50 RW-excl,\n0.00 RW-sx\n";
+        let s = parse(t).semaphores.unwrap();
+        assert_eq!(s.unrecognised, Vec::<String>::new());
+        assert_eq!(s.rounds_per_wait.len(), 4);
+        assert_eq!(s.rounds_per_wait[3], ("RW-sx".to_string(), 0.0));
+        let c = &s.wait_cells[0];
+        assert_eq!(c.latch.as_deref(), Some("Mutex"));
+        assert_eq!(
+            (c.created_file.as_deref(), c.created_line),
+            (Some("trx0sys.cc"), Some(589))
+        );
+        assert_eq!(s.layout, SemaphoreLayout::Mutex56);
+    }
+
+    #[test]
+    fn numbers_must_end_at_a_delimiter() {
+        let s = parse(
+            "----------\nSEMAPHORES\n----------\nRW-shared spins 12abc, rounds 3, OS waits 1\n",
+        )
+        .semaphores
+        .unwrap();
+        assert_eq!(s.rw_shared, None);
+        assert_eq!(s.unrecognised_count, 1);
+        assert_eq!(s.layout, SemaphoreLayout::Unrecognised);
     }
 
     proptest::proptest! {
