@@ -158,7 +158,7 @@ fn saved_probe_drives_spin_and_doctor() {
     );
 
     let snap = format!(
-        "{}/tests/fixtures/snapshots/mysql57_wait_cells_remote.json",
+        "{}/tests/fixtures/snapshots/mysql57_synthetic_wait_cells_remote.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let out = bin()
@@ -205,7 +205,7 @@ fn bad_input_exits_2_with_one_line_naming_it() {
     let wrong = dir.path().join("wrong.json");
     std::fs::write(&wrong, r#"{"schema":"spinscope.probe/1","summary":{}}"#).unwrap();
     let snap = format!(
-        "{}/tests/fixtures/snapshots/mysql57_wait_cells_remote.json",
+        "{}/tests/fixtures/snapshots/mysql57_synthetic_wait_cells_remote.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let out = bin()
