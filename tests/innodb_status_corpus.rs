@@ -569,11 +569,24 @@ fn named_mutex_cells_of_the_51_plugin() {
     assert_eq!(c.latch_name.as_deref(), Some("&rseg->mutex"));
 }
 
+/// thread, waited at (file, line), latch, created in (file, line), holder, last write (file, line).
+type Cell004 = (
+    &'static str,
+    &'static str,
+    u64,
+    &'static str,
+    &'static str,
+    u64,
+    &'static str,
+    &'static str,
+    u64,
+);
+
 #[test]
 fn created_in_file_cells_old_and_new() {
     // pt_summary_004.txt: all eight cells.
     let s = parse(&read("pt_summary_004.txt")).semaphores.unwrap();
-    let want: [(&str, &str, u64, &str, &str, u64, &str, &str, u64); 8] = [
+    let want: [Cell004; 8] = [
         (
             "1229429056",
             "btr/btr0cur.c",
