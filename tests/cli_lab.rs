@@ -81,14 +81,23 @@ fn json_document_has_schema_points_and_no_lost_updates() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], "spinscope.lab/1");
-    let doc: spinscope::cli::lab::LabDoc = serde_json::from_value(v).unwrap();
+    let doc: spinscope::lab::LabDoc = serde_json::from_value(v).unwrap();
     assert_eq!(doc.points.len(), 6);
     for p in &doc.points {
         assert_eq!(p.runs.len(), 2);
         assert_eq!(p.lost_updates, 0, "{}", p.latch);
         assert!(p.ops_per_s.unwrap().median > 0.0);
+        for r in &p.runs {
+            assert!(
+                r.elapsed_ms >= 40.0,
+                "{}: elapsed {} ms",
+                p.latch,
+                r.elapsed_ms
+            );
+        }
     }
-    assert!(doc.machine.timer_cost_ns >= 0.0 && doc.machine.hint_ns > 0.0);
+    assert!(doc.machine.timer_cost_ns > 0.0 && doc.machine.timer_cost_ns < 2_000.0);
+    assert!(doc.machine.hint_ns.unwrap() > 0.0);
     assert!(doc.compare.is_empty());
 }
 
@@ -122,6 +131,100 @@ fn compare_prints_the_story_and_charts_are_written() {
         let s = std::fs::read_to_string(dir.path().join(f)).unwrap();
         assert!(s.starts_with("<svg") && s.contains("mysql80"), "{f}");
     }
+}
+
+/// The run: spins of about a minute per round (d = 6000, L = 10^6, K = 1000) on a
+/// 50 ms window. It took 66 s and reported 233,544 ops/s at 523 us CPU/op (122 busy CPUs on
+/// 2) when the elapsed time was taken before the workers stopped.
+#[test]
+fn huge_spins_end_near_the_window_and_never_exceed_the_cpus() {
+    let t0 = std::time::Instant::now();
+    let out = lab()
+        .args([
+            "--latch",
+            "innodb57,mysql80",
+            "--pause-scale",
+            "1000",
+            "--spin-wait-delay",
+            "6000",
+            "--sync-spin-loops",
+            "1000000",
+            "--duration-ms",
+            "50",
+            "--threads",
+            "4",
+            "--repeats",
+            "1",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let took = t0.elapsed();
+    assert!(took.as_secs_f64() < 5.0, "took {took:?}");
+    let doc: spinscope::lab::LabDoc = serde_json::from_slice(&out.stdout).unwrap();
+    let cpus = doc.machine.cpus as f64;
+    assert_eq!(doc.points.len(), 2);
+    for p in &doc.points {
+        let r = &p.runs[0];
+        let implied = r.ops_per_s * r.cpu_ns_per_op / 1e9;
+        assert!(
+            r.busy_cpus <= cpus * 1.02 + 0.05 && (r.ops == 0 || implied <= cpus * 1.02 + 0.05),
+            "{}: {} busy CPUs ({implied} implied) on {cpus}",
+            p.latch,
+            r.busy_cpus
+        );
+        assert_eq!(r.overrun, r.overrun_pct > 10.0);
+        assert_eq!(p.overruns, usize::from(r.overrun));
+    }
+}
+
+/// Ctrl-C reaches workers inside a spin of minutes: the run ends at once with exit 130.
+#[test]
+fn ctrl_c_stops_workers_inside_huge_spins() {
+    use std::io::{BufRead, BufReader};
+    let bin = assert_cmd::cargo::cargo_bin("spinscope");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "lab",
+            "--latch",
+            "innodb57",
+            "--pause-scale",
+            "1000",
+            "--spin-wait-delay",
+            "6000",
+            "--sync-spin-loops",
+            "1000000",
+            "--duration-ms",
+            "600000",
+            "--threads",
+            "4",
+            "--repeats",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.contains("runs of 600000 ms"), "{first:?}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let t0 = std::time::Instant::now();
+    // SAFETY: sending SIGINT to our own child process by its pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let drain = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        rest
+    });
+    let out = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    let rest = drain.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {rest}");
+    assert!(took.as_secs_f64() < 3.0, "stopped after {took:?}");
 }
 
 #[test]

@@ -52,30 +52,62 @@ pub fn judge(base: &Summary, new: &Summary, tolerance_pct: f64) -> Movement {
     }
 }
 
+/// How a latch waits, as far as the story of a slower hint is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Waiting {
+    /// Spins a count of hints (InnoDB's rounds, MariaDB's, the queue locks).
+    HintCount,
+    /// Spins until a time budget, one hint between tests.
+    TimeBudget,
+    /// Executes no hints of ours (futex, std, parking_lot).
+    NoHints,
+}
+
 /// The one-line explanation of a `--compare-pause-scale` row. Only latches that spin a *count*
 /// of hints are told "a count of hints now lasts longer"; a time-bounded spinner that moves
 /// notices the release only between hints, which got coarser; a latch that executes no hints
 /// can only move by noise or scheduling.
 pub fn compare_story(
-    latch: &str,
+    waiting: Waiting,
     ops: Movement,
     cpu: Movement,
     ops_change_pct: f64,
 ) -> &'static str {
     let moved = ops == Movement::Changed || cpu == Movement::Changed;
-    match latch {
+    match waiting {
         _ if ops == Movement::Stable && cpu == Movement::Stable => {
             "unaffected by the hint's latency"
         }
         _ if !moved => "moves, but within the spread of repeats",
-        "futex" | "std" | "parking-lot" => {
-            "moves although it executes no hints: noise or scheduling"
-        }
-        "time-budget" if ops_change_pct < 0.0 => {
+        Waiting::NoHints => "moves although it executes no hints: noise or scheduling",
+        Waiting::TimeBudget if ops_change_pct < 0.0 => {
             "loses throughput: it sees the release only between hints, now coarser"
         }
         _ if ops_change_pct < 0.0 => "loses throughput: a count of hints now lasts longer",
         _ => "changes with the hint's latency",
+    }
+}
+
+/// A run that outlasts its window by more than this many percent is marked as an overrun.
+pub const OVERRUN_LIMIT_PCT: f64 = 10.0;
+
+/// How far a run outlasted its window, in percent of the window (0 when it did not).
+pub fn overrun_pct(elapsed_ms: f64, window_ms: f64) -> f64 {
+    if window_ms <= 0.0 || !elapsed_ms.is_finite() {
+        return 0.0;
+    }
+    ((elapsed_ms - window_ms) / window_ms * 100.0).max(0.0)
+}
+
+/// Busy CPUs a run implies: its workers' CPU time over its elapsed time. Throughput times CPU
+/// per operation is the same number, so it can never exceed the CPUs the workers may use when
+/// both are taken over the same interval.
+pub fn busy_cpus(worker_cpu_ns: f64, elapsed_ns: f64) -> f64 {
+    if elapsed_ns > 0.0 {
+        worker_cpu_ns / elapsed_ns
+    } else {
+        f64::NAN
     }
 }
 
@@ -110,23 +142,35 @@ mod tests {
     #[test]
     fn stories_blame_the_hint_count_only_where_there_is_one() {
         use Movement::*;
+        use Waiting::*;
         let count = "loses throughput: a count of hints now lasts longer";
-        assert_eq!(compare_story("innodb57", Changed, Changed, -30.0), count);
-        assert_eq!(compare_story("mcs", Changed, Stable, -80.0), count);
-        assert_ne!(compare_story("time-budget", Changed, Stable, -10.2), count);
-        assert_ne!(compare_story("futex", Changed, Stable, -12.0), count);
+        assert_eq!(compare_story(HintCount, Changed, Changed, -30.0), count);
+        assert_ne!(compare_story(TimeBudget, Changed, Stable, -10.2), count);
+        assert_ne!(compare_story(NoHints, Changed, Stable, -12.0), count);
         assert_eq!(
-            compare_story("time-budget", Stable, Stable, -7.0),
+            compare_story(TimeBudget, Stable, Stable, -7.0),
             "unaffected by the hint's latency"
         );
         assert_eq!(
-            compare_story("mysql80", Unclear, Stable, -12.0),
+            compare_story(HintCount, Unclear, Stable, -12.0),
             "moves, but within the spread of repeats"
         );
         assert_eq!(
-            compare_story("mysql80", Changed, Stable, 15.0),
+            compare_story(HintCount, Changed, Stable, 15.0),
             "changes with the hint's latency"
         );
+    }
+
+    #[test]
+    fn overrun_and_busy_cpus() {
+        assert_eq!(overrun_pct(50.0, 50.0), 0.0);
+        assert_eq!(overrun_pct(40.0, 50.0), 0.0);
+        assert!((overrun_pct(66_000.0, 50.0) - 131_900.0).abs() < 1e-6);
+        assert!((overrun_pct(55.5, 50.0) - 11.0).abs() < 1e-9);
+        // The run: 523 us CPU per op at 233,544 ops/s is 122 busy CPUs.
+        let ops = 233_544.0 * 0.050;
+        assert!((busy_cpus(ops * 523_000.0, 50e6) - 122.1).abs() < 0.1);
+        assert!(busy_cpus(1.0, 0.0).is_nan());
     }
 
     proptest::proptest! {

@@ -290,10 +290,11 @@ impl Drop for BusyLoad {
     }
 }
 
-/// MariaDB's startup measurement repeated `trials` times (x86 only).
-pub fn mariadb_trials(trials: usize) -> Vec<(u64, u64)> {
+/// MariaDB's startup measurement repeated `trials` times (x86 only), each PAUSE executed
+/// `scale` times (1 = MariaDB's own; the lab passes its `--pause-scale`).
+pub fn mariadb_trials(trials: usize, scale: u32) -> Vec<(u64, u64)> {
     (0..trials)
-        .filter_map(|_| arch::mariadb_startup_sample())
+        .filter_map(|_| arch::mariadb_startup_sample(scale))
         .collect()
 }
 

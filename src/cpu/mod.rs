@@ -14,6 +14,7 @@ pub mod arch;
 pub mod calc;
 pub mod cpuinfo;
 pub mod measure;
+pub mod timing;
 pub mod topology;
 
 use std::path::Path;
@@ -422,7 +423,7 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
     // The MariaDB rule runs pinned too (still on the last CPU), then affinity is restored.
     let trials = if result.is_ok() && o.mariadb_trials > 0 {
         progress("repeating MariaDB's startup PAUSE measurement");
-        measure::mariadb_trials(o.mariadb_trials)
+        measure::mariadb_trials(o.mariadb_trials, 1)
     } else {
         Vec::new()
     };

@@ -1,8 +1,13 @@
 //! The contention harness: run one point (a latch, a thread count, a pause scale) for a
 //! duration and measure it. Measurement only; summaries live in `analysis::lab_stats`.
+//!
+//! A run's elapsed time spans from the first worker's start to the last worker's stop, the
+//! same interval its CPU time is taken over, so throughput times CPU per operation (busy CPUs)
+//! cannot exceed the CPUs the workers run on. Workers look at the stop flag inside their spins
+//! and busy loops, so a run ends promptly after its window even with spins of minutes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -10,9 +15,10 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use super::clock::{busy_ticks, ns_to_ticks, ticks, ticks_to_ns};
-use super::latch::{make_latch, SpinParams, Unprotected, WaitCtx};
-use crate::analysis::lab_stats::jain_index;
+use super::latch::{LatchKind, SpinParams, Unprotected, WaitCtx};
+use crate::analysis::lab_stats::{busy_cpus, jain_index, overrun_pct, OVERRUN_LIMIT_PCT};
+use crate::cpu::measure;
+use crate::cpu::timing::{self, ns_to_ticks, ticks, ticks_to_ns};
 
 /// Set by SIGINT: workers stop, the CLI prints what was measured.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -20,7 +26,7 @@ pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The workload of one point.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Workload {
-    pub latch: String,
+    pub latch: LatchKind,
     pub threads: usize,
     pub pause_scale: u32,
     pub duration_ms: u64,
@@ -30,7 +36,7 @@ pub struct Workload {
     pub cs_lines: usize,
     /// Busy work between operations, in ns.
     pub think_ns: u64,
-    /// Pin worker i to CPU i mod cpus.
+    /// Pin worker i to the i-th allowed CPU (mod their count).
     pub pin: bool,
     /// Stride in bytes of the per-thread operation counters (0 = packed 8 bytes: false sharing).
     pub padding: usize,
@@ -40,7 +46,9 @@ pub struct Workload {
 /// What one run of one point measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunMetrics {
+    /// Operations completed before the stop (the drain after it is not counted).
     pub ops: u64,
+    /// From the first worker's start to the last worker's stop.
     pub elapsed_ms: f64,
     pub ops_per_s: f64,
     pub acquire_p50_ns: f64,
@@ -49,6 +57,16 @@ pub struct RunMetrics {
     pub acquire_max_ns: f64,
     /// Worker CPU time (user + system, getrusage per thread) per operation.
     pub cpu_ns_per_op: f64,
+    /// Workers' CPU time over the elapsed time (= ops/s x CPU per op); at most the CPUs used.
+    pub busy_cpus: f64,
+    /// How far the run outlasted its window, in percent (0 when it did not).
+    pub overrun_pct: f64,
+    /// True when `overrun_pct` exceeds 10%.
+    pub overrun: bool,
+    /// From the stop (end of the window, as the controlling thread got to it) to the last
+    /// worker's stop, in ms: how long the workers took to notice and leave. The rest of an
+    /// overrun is the controlling thread waking late on a busy machine.
+    pub stop_lag_ms: f64,
     pub voluntary_cs_per_op: f64,
     pub involuntary_cs_per_op: f64,
     pub hints_per_acquire: f64,
@@ -88,25 +106,31 @@ fn thread_usage() -> Usage {
     }
 }
 
-fn pin_to(cpu: usize) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: `set` is a zeroed cpu_set_t filled by CPU_SET; pid 0 is the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+/// Busy-wait `n` ticks (no hint, like real work), cut short by `stop`.
+#[inline]
+fn busy_until(n: u64, stop: &AtomicBool) {
+    if n == 0 {
+        return;
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cpu;
+    let start = ticks();
+    while ticks().wrapping_sub(start) < n {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+    }
 }
 
 struct WorkerOut {
     ops: u64,
+    /// Every operation, also those completed after the stop (for the lost-update check).
+    bumps: u64,
     hist: Histogram<u64>,
     usage: Usage,
     hints: u64,
     yields: u64,
     futex_waits: u64,
+    started: Instant,
+    ended: Instant,
 }
 
 /// The mutual-exclusion check: every operation incremented the latch-protected plain counter
@@ -116,12 +140,24 @@ fn lost_updates(ops: u64, data: &Unprotected) -> u64 {
     ops.saturating_sub(data.total())
 }
 
-/// Run one point once. Returns a runtime error only if a thread could not be spawned.
+/// The CPUs workers may run on (the affinity mask), for pinning and the busy-CPU bound.
+pub fn allowed_cpus() -> Vec<usize> {
+    measure::get_affinity()
+        .map(|s| measure::cpus_in(&s))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n).collect()
+        })
+}
+
+/// Run one point once. Errors: a thread that could not be spawned or pinned (runtime).
 pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
-    let latch: Arc<dyn super::latch::Latch> = Arc::from(
-        make_latch(&w.latch, &w.params)
-            .ok_or_else(|| crate::Error::bad_input(format!("unknown latch {}", w.latch)))?,
-    );
+    let latch: Arc<dyn super::latch::Latch> = Arc::from(w.latch.build(&w.params));
+    let hint = w
+        .latch
+        .hint(timing::host_arch())
+        .unwrap_or_else(crate::cpu::arch::primary_hint);
     let data = Arc::new(Unprotected::new(latch.shards()));
     let lines: Arc<Vec<AtomicU64>> =
         Arc::new((0..w.cs_lines * 8).map(|_| AtomicU64::new(0)).collect());
@@ -130,36 +166,44 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         Arc::new((0..w.threads * stride).map(|_| AtomicU64::new(0)).collect());
     let stop = Arc::new(AtomicBool::new(false));
     let barrier = Arc::new(Barrier::new(w.threads + 1));
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let pin_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let allowed = Arc::new(allowed_cpus());
     let (cs_ticks, think_ticks) = (ns_to_ticks(w.cs_ns), ns_to_ticks(w.think_ns));
 
     let mut handles = Vec::with_capacity(w.threads);
     for i in 0..w.threads {
-        let (latch, data, lines, per_thread, stop, barrier) = (
+        let (latch, data, lines, per_thread, stop, barrier, pin_error, allowed) = (
             latch.clone(),
             data.clone(),
             lines.clone(),
             per_thread.clone(),
             stop.clone(),
             barrier.clone(),
+            pin_error.clone(),
+            allowed.clone(),
         );
         let (pin, scale) = (w.pin, w.pause_scale);
         let h = std::thread::Builder::new()
             .name(format!("lab-{i}"))
             .spawn(move || {
                 if pin {
-                    pin_to(i % cpus);
+                    let cpu = allowed[i % allowed.len()];
+                    if let Err(e) = measure::pin_to(cpu) {
+                        let mut g = pin_error.lock().unwrap_or_else(|e| e.into_inner());
+                        g.get_or_insert(e);
+                    }
                 }
                 let mut ctx = WaitCtx::new(
                     SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9E37_79B9)),
                     scale,
-                );
+                )
+                .with_hint(hint)
+                .with_stop(stop.clone());
                 let mut hist = Histogram::<u64>::new_with_max(100_000_000_000, 3)
                     .expect("static histogram bounds");
-                let mut ops = 0u64;
+                let (mut ops, mut bumps) = (0u64, 0u64);
                 barrier.wait();
+                let started = Instant::now();
                 let u0 = thread_usage();
                 while !stop.load(Ordering::Relaxed) {
                     let t0 = ticks();
@@ -172,14 +216,21 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
                             let c = &lines[l * 8];
                             c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
                         }
-                        busy_ticks(cs_ticks);
+                        busy_until(cs_ticks, &stop);
                     });
+                    bumps += 1;
+                    // An operation that ends after the stop was cut short (spin skipped, work
+                    // cut): not counted.
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
                     hist.saturating_record(ticks_to_ns(acquired_at.wrapping_sub(t0)) as u64);
                     ops += 1;
                     per_thread[i * stride].fetch_add(1, Ordering::Relaxed);
-                    busy_ticks(think_ticks);
+                    busy_until(think_ticks, &stop);
                 }
                 let u1 = thread_usage();
+                let ended = Instant::now();
                 let usage = Usage {
                     cpu_ns: u1.cpu_ns.saturating_sub(u0.cpu_ns),
                     nvcsw: u1.nvcsw.saturating_sub(u0.nvcsw),
@@ -187,11 +238,14 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
                 };
                 WorkerOut {
                     ops,
+                    bumps,
                     hist,
                     usage,
                     hints: ctx.hints,
                     yields: ctx.yields,
                     futex_waits: ctx.futex_waits,
+                    started,
+                    ended,
                 }
             });
         match h {
@@ -209,7 +263,8 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
     let start = Instant::now();
     let deadline = start + Duration::from_millis(w.duration_ms);
     let mut interrupted = false;
-    while Instant::now() < deadline {
+    let pin_failed = pin_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    while pin_failed.is_none() && Instant::now() < deadline {
         if INTERRUPTED.load(Ordering::Relaxed) {
             interrupted = true;
             break;
@@ -217,7 +272,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         std::thread::sleep((deadline - Instant::now()).min(Duration::from_millis(10)));
     }
     stop.store(true, Ordering::Relaxed);
-    let elapsed = start.elapsed();
+    let stopped_at = Instant::now();
     let mut outs = Vec::with_capacity(handles.len());
     for h in handles {
         outs.push(
@@ -225,14 +280,18 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
                 .map_err(|_| crate::Error::runtime("a lab worker thread panicked"))?,
         );
     }
+    if let Some(e) = pin_failed {
+        return Err(crate::Error::runtime(format!("lab --pin: {e}")));
+    }
     let mut hist =
         Histogram::<u64>::new_with_max(100_000_000_000, 3).expect("static histogram bounds");
-    let (mut ops, mut usage, mut hints, mut yields, mut waits) =
-        (0u64, Usage::default(), 0u64, 0u64, 0u64);
+    let (mut ops, mut bumps, mut usage, mut hints, mut yields, mut waits) =
+        (0u64, 0u64, Usage::default(), 0u64, 0u64, 0u64);
     let mut counts = Vec::with_capacity(outs.len());
     for o in &outs {
         hist.add(&o.hist).ok();
         ops += o.ops;
+        bumps += o.bumps;
         usage.cpu_ns += o.usage.cpu_ns;
         usage.nvcsw += o.usage.nvcsw;
         usage.nivcsw += o.usage.nivcsw;
@@ -241,6 +300,9 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         waits += o.futex_waits;
         counts.push(o.ops as f64);
     }
+    let first = outs.iter().map(|o| o.started).min().unwrap_or(start);
+    let last = outs.iter().map(|o| o.ended).max().unwrap_or(start);
+    let elapsed_s = last.duration_since(first).as_secs_f64().max(1e-9);
     let per = |x: u64| {
         if ops == 0 {
             f64::NAN
@@ -248,7 +310,11 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
             x as f64 / ops as f64
         }
     };
-    let elapsed_s = elapsed.as_secs_f64();
+    let over = if interrupted {
+        0.0
+    } else {
+        overrun_pct(elapsed_s * 1e3, w.duration_ms as f64)
+    };
     Ok(RunMetrics {
         ops,
         elapsed_ms: elapsed_s * 1e3,
@@ -258,6 +324,10 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         acquire_p999_ns: hist.value_at_quantile(0.999) as f64,
         acquire_max_ns: hist.max() as f64,
         cpu_ns_per_op: per(usage.cpu_ns),
+        busy_cpus: busy_cpus(usage.cpu_ns as f64, elapsed_s * 1e9),
+        overrun_pct: over,
+        overrun: over > OVERRUN_LIMIT_PCT,
+        stop_lag_ms: last.saturating_duration_since(stopped_at).as_secs_f64() * 1e3,
         voluntary_cs_per_op: per(usage.nvcsw),
         involuntary_cs_per_op: per(usage.nivcsw),
         hints_per_acquire: per(hints),
@@ -265,7 +335,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         futex_waits_per_acquire: per(waits),
         fairness: jain_index(&counts),
         min_thread_ops: outs.iter().map(|o| o.ops).min().unwrap_or(0),
-        lost_updates: lost_updates(ops, &data),
+        lost_updates: lost_updates(bumps, &data),
         interrupted,
     })
 }
@@ -273,7 +343,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::latch::{Latch, LATCH_NAMES};
+    use crate::lab::latch::Latch;
 
     /// Harness tests start many threads each; running them one at a time keeps them fast.
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -282,9 +352,9 @@ mod tests {
         SERIAL.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn wl(latch: &str, threads: usize, ms: u64) -> Workload {
+    fn wl(latch: LatchKind, threads: usize, ms: u64) -> Workload {
         Workload {
-            latch: latch.into(),
+            latch,
             threads,
             pause_scale: 1,
             duration_ms: ms,
@@ -301,7 +371,7 @@ mod tests {
     #[test]
     fn lab_every_latch_loses_no_update() {
         let _g = serial();
-        for name in LATCH_NAMES {
+        for name in LatchKind::ALL {
             for rep in 0..3 {
                 let m = run_point(&wl(name, 6, 60), rep).unwrap();
                 assert!(m.ops > 0, "{name}: no progress");
@@ -383,7 +453,8 @@ mod tests {
     #[test]
     fn lab_fair_latches_starve_no_thread() {
         let _g = serial();
-        for name in ["ticket", "mcs", "futex", "parking-lot"] {
+        use LatchKind::*;
+        for name in [Ticket, Mcs, Futex, ParkingLot] {
             let m = run_point(&wl(name, 4, 150), 7).unwrap();
             assert!(m.min_thread_ops > 0, "{name}: a thread starved");
             // FIFO order does not make per-thread counts equal on an oversubscribed box (the
@@ -399,12 +470,62 @@ mod tests {
     #[test]
     fn lab_metrics_are_consistent() {
         let _g = serial();
-        let m = run_point(&wl("mysql80", 2, 80), 1).unwrap();
+        let m = run_point(&wl(LatchKind::Mysql80, 2, 80), 1).unwrap();
         assert!(
             m.ops_per_s > 0.0
                 && m.acquire_p50_ns <= m.acquire_p99_ns
                 && m.acquire_p99_ns <= m.acquire_max_ns
         );
         assert!(m.cpu_ns_per_op > 0.0 && m.fairness <= 1.0 + 1e-9);
+    }
+
+    /// The run (spins of about a minute per round: d = 6000, L = 10^6, K = 1000) ends
+    /// near its 50 ms window, and its throughput never implies more busy CPUs than exist. Before
+    /// the stop reached into the spins it took 66 s and implied 122 busy CPUs on 2.
+    #[test]
+    fn lab_huge_spins_stop_in_time_and_never_exceed_the_cpus() {
+        let _g = serial();
+        let cpus = allowed_cpus().len() as f64;
+        for latch in [LatchKind::Innodb57, LatchKind::Mysql80] {
+            let mut w = wl(latch, 4, 50);
+            w.pause_scale = 1000;
+            w.params.delay = 6000;
+            w.params.loops = 1_000_000;
+            let t0 = Instant::now();
+            let m = run_point(&w, 9).unwrap();
+            let took = t0.elapsed();
+            assert!(took < Duration::from_secs(3), "{latch}: took {took:?}");
+            assert!(
+                m.elapsed_ms <= took.as_secs_f64() * 1e3,
+                "{latch}: elapsed {} ms beyond the wall time {took:?}",
+                m.elapsed_ms
+            );
+            assert!(
+                m.busy_cpus <= cpus * 1.02 + 0.05,
+                "{latch}: {} busy CPUs on {cpus}",
+                m.busy_cpus
+            );
+            if m.ops > 0 {
+                let implied = m.ops_per_s * m.cpu_ns_per_op / 1e9;
+                assert!(
+                    implied <= cpus * 1.02 + 0.05,
+                    "{latch}: implies {implied} CPUs"
+                );
+            }
+            assert_eq!(m.lost_updates, 0);
+            assert_eq!(m.overrun, m.overrun_pct > 10.0);
+        }
+    }
+
+    /// Long critical sections (5 ms, cut short by the stop): the elapsed time still spans the
+    /// whole window and the busy CPUs stay within the machine.
+    #[test]
+    fn lab_elapsed_covers_the_slowest_worker() {
+        let _g = serial();
+        let mut w = wl(LatchKind::Futex, 2, 20);
+        w.cs_ns = 5_000_000;
+        let m = run_point(&w, 3).unwrap();
+        assert!(m.elapsed_ms >= 20.0, "elapsed {} ms", m.elapsed_ms);
+        assert!(m.busy_cpus <= allowed_cpus().len() as f64 * 1.02 + 0.05);
     }
 }

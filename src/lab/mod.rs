@@ -1,17 +1,26 @@
-//! Contention laboratory (`spinscope lab`, issue 4): latches built after the servers' spin
-//! designs (spin-facts.md §2), a harness that runs them under controlled load with an emulated
-//! slower spin hint (`--pause-scale K`), and the measurements it takes.
+//! Contention laboratory (`spinscope lab`): latches built after the servers' spin designs
+//! (docs/REFERENCE.md §1), a harness that runs them under controlled load with an emulated
+//! slower spin hint (`--pause-scale K`), and the measurements it takes. Timing (counter reads,
+//! calibration, hints) is `cpu::timing`, shared with the probe.
 //!
-//! - [`clock`]: TSC, its calibration, the timer cost, the scaled hint.
+//! - [`latch`]: [`LatchKind`] (every latch and its properties) and the latches themselves.
 //! - [`futex`]: the futex lock word every spinning latch sleeps on.
-//! - [`latch`]: the latches and their random ranges.
-//! - [`harness`]: one measured point. Summaries and verdicts are pure, in
-//!   `analysis::lab_stats`; rendering is in `cli::lab` and `report::chart`.
+//! - [`harness`]: one measured run of one point.
+//! - [`plan`]: the typed plan and its validation; [`engine`]: runs a plan into a [`LabDoc`].
+//! - [`doc`]: the `spinscope.lab/1` document; [`render`]: its tables and charts.
+//!
+//! Summaries and verdicts are pure, in `analysis::lab_stats`.
 
-pub mod clock;
+pub mod doc;
+pub mod engine;
 pub mod futex;
 pub mod harness;
 pub mod latch;
+pub mod plan;
+pub mod render;
 
+pub use doc::{LabDoc, Machine, Point};
+pub use engine::{run, Progress};
 pub use harness::{run_point, RunMetrics, Workload, INTERRUPTED};
-pub use latch::{make_latch, SpinParams, LATCH_NAMES};
+pub use latch::{LatchKind, SpinParams};
+pub use plan::LabPlan;

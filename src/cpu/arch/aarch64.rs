@@ -31,6 +31,31 @@ pub fn ts_end() -> u64 {
     t
 }
 
+/// A plain CNTVCT_EL0 read (no ISB): cheap enough for the lab's hot loops.
+#[inline(always)]
+pub fn ticks_plain() -> u64 {
+    let t: u64;
+    // SAFETY: as in ts_begin.
+    unsafe {
+        asm!("mrs {t}, cntvct_el0", t = out(reg) t, options(nomem, nostack, preserves_flags))
+    };
+    t
+}
+
+/// Execute one spin hint: `isb sy`, `yield`, or for `Hint::None` an empty asm statement the
+/// compiler must keep (MariaDB's relax off x86 is a compiler barrier only, REFERENCE.md §7).
+#[inline(always)]
+pub fn relax(hint: Hint) {
+    // SAFETY: ISB, YIELD and an empty statement have no memory or flag effects.
+    unsafe {
+        match hint {
+            Hint::Yield => asm!("yield", options(nomem, nostack, preserves_flags)),
+            Hint::None => asm!("", options(nomem, nostack, preserves_flags)),
+            _ => asm!("isb sy", options(nomem, nostack, preserves_flags)),
+        }
+    }
+}
+
 pub fn cntfrq_hz() -> u64 {
     let f: u64;
     // SAFETY: CNTFRQ_EL0 is readable at EL0.

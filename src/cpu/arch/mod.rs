@@ -62,6 +62,35 @@ pub fn ticks_now() -> u64 {
     }
 }
 
+/// Read the counter without serialization (the lab's hot loops). Where hints cannot be timed,
+/// nanoseconds since the first call stand in for ticks (rate 1 per ns).
+#[inline(always)]
+pub fn ticks_fast() -> u64 {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        imp::ticks_plain()
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        ORIGIN
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+}
+
+/// Execute one spin hint as given (`Hint::None`: no instruction, only a compiler barrier).
+#[inline(always)]
+pub fn relax(hint: Hint) {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    imp::relax(hint);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    if hint != Hint::None {
+        core::hint::spin_loop();
+    }
+}
+
 /// Time `iters * UNROLL` hints between two serialized counter reads; returns elapsed ticks.
 /// `iters = 0` measures the cost of the two reads themselves. None for hints this
 /// architecture does not have.
@@ -85,15 +114,17 @@ pub fn run_hints(hint: Hint, iters: u32) {
     let _ = (hint, iters);
 }
 
-/// MariaDB's `my_cpu_init()` measurement: plain counter reads around 16 unrolled PAUSEs, twice.
-/// Returns the two tick deltas; None off x86 (MariaDB does not measure there).
-pub fn mariadb_startup_sample() -> Option<(u64, u64)> {
+/// MariaDB's `my_cpu_init()` measurement: plain counter reads around 16 unrolled PAUSEs, twice
+/// (each PAUSE executed `scale` times when the lab emulates a slower hint). Returns the two
+/// tick deltas; None off x86 (MariaDB does not measure there).
+pub fn mariadb_startup_sample(scale: u32) -> Option<(u64, u64)> {
     #[cfg(target_arch = "x86_64")]
     {
-        Some(imp::mariadb_startup_sample())
+        Some(imp::mariadb_startup_sample(scale.max(1)))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        let _ = scale;
         None
     }
 }

@@ -38,6 +38,29 @@ pub fn ts_end() -> u64 {
     }
 }
 
+/// A plain RDTSC, not serialized: cheap enough for the lab's hot loops, where reordering by a
+/// few instructions does not matter.
+#[inline(always)]
+pub fn ticks_plain() -> u64 {
+    // SAFETY: RDTSC has no preconditions on x86_64.
+    #[allow(unused_unsafe)]
+    unsafe {
+        _rdtsc()
+    }
+}
+
+/// Execute one spin hint. x86 has only PAUSE; `Hint::None` is an empty asm statement the
+/// compiler must keep (a loop of them costs about a cycle each, like MariaDB's barrier).
+#[inline(always)]
+pub fn relax(hint: Hint) {
+    match hint {
+        // SAFETY: an empty asm statement has no effects.
+        Hint::None => unsafe { asm!("", options(nomem, nostack, preserves_flags)) },
+        // SAFETY: PAUSE only hints the core.
+        _ => unsafe { asm!("pause", options(nomem, nostack, preserves_flags)) },
+    }
+}
+
 #[inline(always)]
 fn pause32() {
     // SAFETY: PAUSE only hints the core; no memory, stack or flag effects.
@@ -76,30 +99,32 @@ pub fn run_hints(hint: Hint, iters: u32) {
     }
 }
 
-/// As `my_cpu_init()` in MariaDB's mysys/my_cpu.c: `my_timer_cycles()` (a plain RDTSC), 16
-/// PAUSEs, RDTSC, 16 PAUSEs, RDTSC.
-#[inline(never)]
-pub fn mariadb_startup_sample() -> (u64, u64) {
-    // SAFETY: RDTSC and PAUSE have no memory effects.
-    #[allow(unused_unsafe)]
-    unsafe {
-        let t0 = _rdtsc();
-        asm!(
-            ".rept 16",
-            "pause",
-            ".endr",
-            options(nomem, nostack, preserves_flags)
-        );
-        let t1 = _rdtsc();
-        asm!(
-            ".rept 16",
-            "pause",
-            ".endr",
-            options(nomem, nostack, preserves_flags)
-        );
-        let t2 = _rdtsc();
-        (t1.wrapping_sub(t0), t2.wrapping_sub(t1))
+#[inline(always)]
+fn pause16_times(scale: u32) {
+    for _ in 0..scale {
+        // SAFETY: PAUSE only hints the core.
+        unsafe {
+            asm!(
+                ".rept 16",
+                "pause",
+                ".endr",
+                options(nomem, nostack, preserves_flags)
+            )
+        }
     }
+}
+
+/// As `my_cpu_init()` in MariaDB's mysys/my_cpu.c: `my_timer_cycles()` (a plain RDTSC), 16
+/// PAUSEs, RDTSC, 16 PAUSEs, RDTSC. With `scale` K > 1 each PAUSE is executed K times, as the
+/// lab emulates a slower hint.
+#[inline(never)]
+pub fn mariadb_startup_sample(scale: u32) -> (u64, u64) {
+    let t0 = ticks_plain();
+    pause16_times(scale);
+    let t1 = ticks_plain();
+    pause16_times(scale);
+    let t2 = ticks_plain();
+    (t1.wrapping_sub(t0), t2.wrapping_sub(t1))
 }
 
 pub fn hypervisor_cpuid_vendor() -> Option<String> {

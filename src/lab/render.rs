@@ -1,0 +1,281 @@
+//! Renderers of the `spinscope.lab/1` document: the text tables and the SVG charts. Pure.
+
+use std::fmt::Write as _;
+
+use super::doc::{LabDoc, Point, STABLE_PCT};
+use super::latch::LatchKind;
+use crate::analysis::lab_stats::{compare_story, OVERRUN_LIMIT_PCT};
+use crate::analysis::stats::Summary;
+use crate::report::{self, chart, fmt_ns, fmt_num};
+
+fn med_spread(s: &Option<Summary>, f: fn(f64) -> String) -> String {
+    match s {
+        Some(s) if s.n > 1 => format!("{} ±{:.0}%", f(s.median), s.iqr_pct / 2.0),
+        Some(s) => f(s.median),
+        None => "-".into(),
+    }
+}
+
+/// The human report: machine line, the point table, the comparison story, footnotes.
+pub fn text(doc: &LabDoc) -> String {
+    let m = &doc.machine;
+    let p = &doc.plan;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "spinscope lab: {} CPUs, {} {:.1} ns, {} {:.3} GHz, timer cost {:.1} ns (included in acquire latencies); {} repeat(s) of {} ms; cs {} ns, think {} ns",
+        m.cpus,
+        m.hint.name(),
+        m.hint_ns.unwrap_or(f64::NAN),
+        m.counter,
+        m.ticks_per_ns,
+        m.timer_cost_ns,
+        p.repeats,
+        p.duration_ms,
+        p.cs_ns,
+        p.think_ns
+    );
+    let mut t = report::table(&[
+        "latch",
+        "threads",
+        "K",
+        "ops/s",
+        "acq p99",
+        "CPU/op",
+        "CPUs",
+        "vcs/op",
+        "ivcs/op",
+        "hints/acq",
+        "futex/acq",
+        "fair",
+        "lost",
+    ]);
+    let mut overran = 0usize;
+    for pt in &doc.points {
+        let mut ops = med_spread(&pt.ops_per_s, fmt_num);
+        if pt.overruns > 0 {
+            overran += 1;
+            ops.push_str(" !");
+        }
+        t.add_row(vec![
+            pt.latch.to_string(),
+            pt.threads.to_string(),
+            pt.pause_scale.to_string(),
+            ops,
+            med_spread(&pt.acquire_p99_ns, fmt_ns),
+            med_spread(&pt.cpu_ns_per_op, fmt_ns),
+            pt.busy_cpus
+                .map(|s| format!("{:.2}", s.median))
+                .unwrap_or_else(|| "-".into()),
+            fmt_num(pt.median(|r| r.voluntary_cs_per_op)),
+            fmt_num(pt.median(|r| r.involuntary_cs_per_op)),
+            fmt_num(pt.median(|r| r.hints_per_acquire)),
+            fmt_num(pt.median(|r| r.futex_waits_per_acquire)),
+            pt.fairness
+                .map(|s| format!("{:.2}", s.median))
+                .unwrap_or_else(|| "-".into()),
+            pt.lost_updates.to_string(),
+        ]);
+    }
+    let _ = writeln!(out, "{t}");
+    let _ = writeln!(
+        out,
+        "(± is half the interquartile range over repeats, in % of the median; CPUs = busy CPUs, ops/s x CPU/op; lost must be 0)"
+    );
+    if overran > 0 {
+        let worst = |f: fn(&Point) -> f64| doc.points.iter().map(f).fold(0.0, f64::max);
+        let _ = writeln!(
+            out,
+            "(! = {overran} point(s) had a run outlast its window by more than {OVERRUN_LIMIT_PCT}% (worst +{:.0}%; workers took up to {} to stop after the window, the rest is the machine waking the lab late): the numbers hold for the longer interval)",
+            worst(|p| p.max_overrun_pct),
+            fmt_ns(worst(|p| p.max_stop_lag_ms) * 1e6),
+        );
+    }
+    if !doc.compare.is_empty() {
+        let (a, b) = (doc.compare[0].base_scale, doc.compare[0].new_scale);
+        let _ = writeln!(
+            out,
+            "\nWhen the spin hint gets {}x slower (pause scale {a} -> {b}):",
+            b / a.max(1)
+        );
+        let mut t = report::table(&[
+            "latch",
+            "threads",
+            "ops/s change",
+            "",
+            "CPU/op change",
+            "",
+            "story",
+        ]);
+        for r in &doc.compare {
+            let story = compare_story(
+                r.latch.waiting(),
+                r.ops_movement,
+                r.cpu_movement,
+                r.ops_change_pct,
+            );
+            t.add_row(vec![
+                r.latch.to_string(),
+                r.threads.to_string(),
+                format!("{:+.1}%", r.ops_change_pct),
+                format!("{:?}", r.ops_movement).to_lowercase(),
+                format!("{:+.1}%", r.cpu_change_pct),
+                format!("{:?}", r.cpu_movement).to_lowercase(),
+                story.into(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+        let _ = writeln!(out, "(stable = within {STABLE_PCT}%; changed = beyond it with non-overlapping repeat ranges; unclear = beyond it, ranges overlap)");
+    }
+    if doc.interrupted {
+        let _ = writeln!(
+            out,
+            "(interrupted: points above have fewer repeats than asked)"
+        );
+    }
+    out
+}
+
+type Metric = fn(&Point) -> Option<f64>;
+
+/// The charts: (file stem, y label, metric).
+const CHARTS: [(&str, &str, Metric); 3] = [
+    ("throughput", "operations/s", |p| {
+        p.ops_per_s.map(|s| s.median)
+    }),
+    ("p99", "acquire p99 (ns)", |p| {
+        p.acquire_p99_ns.map(|s| s.median)
+    }),
+    ("cpu_per_op", "CPU ns per operation", |p| {
+        p.cpu_ns_per_op.map(|s| s.median)
+    }),
+];
+
+/// Values in order of first appearance, each once.
+fn unique<T: PartialEq + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v = Vec::new();
+    for x in it {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// One series per latch (each once) of `metric` against threads at pause scale `k`.
+pub fn chart_series(doc: &LabDoc, k: u32, metric: Metric) -> Vec<chart::Series> {
+    let latches: Vec<LatchKind> = unique(doc.points.iter().map(|p| p.latch));
+    latches
+        .iter()
+        .map(|l| chart::Series {
+            name: l.to_string(),
+            points: doc
+                .points
+                .iter()
+                .filter(|p| p.latch == *l && p.pause_scale == k)
+                .map(|p| (p.threads as f64, metric(p).unwrap_or(f64::NAN)))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Every chart as (file name, SVG): throughput, p99 and CPU per op against threads, one file
+/// per pause scale.
+pub fn charts(doc: &LabDoc) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for k in unique(doc.points.iter().map(|p| p.pause_scale)) {
+        for (file, ylabel, f) in CHARTS {
+            let svg = chart::line_chart(
+                &format!("{ylabel} vs threads, pause scale {k}"),
+                "threads",
+                ylabel,
+                &chart_series(doc, k, f),
+            );
+            out.push((format!("lab_{file}_k{k}.svg"), svg));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::doc::{Machine, Point};
+    use crate::lab::latch::SpinParams;
+    use crate::lab::plan::LabPlan;
+    use crate::spin::cpus::Hint;
+
+    fn doc_with(points: Vec<Point>) -> LabDoc {
+        LabDoc {
+            schema: "spinscope.lab/1".into(),
+            machine: Machine {
+                cpus: 2,
+                counter: "TSC".into(),
+                ticks_per_ns: 2.6,
+                timer_cost_ns: 8.0,
+                hint: Hint::Pause,
+                hint_ns: Some(28.0),
+            },
+            plan: LabPlan {
+                latches: vec![LatchKind::Mysql80, LatchKind::TimeBudget],
+                threads: vec![1, 4],
+                scales: vec![1, 14],
+                repeats: 1,
+                duration_ms: 50,
+                cs_ns: 200,
+                cs_lines: 1,
+                think_ns: 200,
+                pin: false,
+                padding: 64,
+                params: SpinParams::default(),
+                relax_auto: true,
+            },
+            points,
+            compare: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    /// Points of a comparison come scale by scale (latch a, b at K=1, then a, b at K=14): each
+    /// chart has each latch once, with one value per thread count.
+    #[test]
+    fn compare_charts_draw_every_latch_once() {
+        let mut pts = Vec::new();
+        for k in [1, 14] {
+            for l in [LatchKind::Mysql80, LatchKind::TimeBudget] {
+                for t in [1, 4] {
+                    pts.push(Point::new(l, t, k, Some(Hint::Pause), None));
+                }
+            }
+        }
+        let doc = doc_with(pts);
+        for k in [1, 14] {
+            let s = chart_series(&doc, k, CHARTS[0].2);
+            let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, ["mysql80", "time-budget"], "K={k}");
+            assert!(s.iter().all(|s| s.points.len() == 2));
+        }
+        let files: Vec<String> = charts(&doc).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(files.len(), 6, "{files:?}");
+    }
+
+    #[test]
+    fn overruns_are_marked_in_the_table() {
+        let mut p = Point::new(LatchKind::Innodb57, 4, 1000, Some(Hint::Pause), None);
+        p.overruns = 1;
+        p.max_overrun_pct = 37.0;
+        p.max_stop_lag_ms = 2.5;
+        let t = text(&doc_with(vec![p]));
+        assert!(t.contains(" !"), "{t}");
+        assert!(t.contains("worst +37%"), "{t}");
+        assert!(t.contains("up to 2.5 ms to stop"), "{t}");
+        let clean = text(&doc_with(vec![Point::new(
+            LatchKind::Innodb57,
+            4,
+            1,
+            Some(Hint::Pause),
+            None,
+        )]));
+        assert!(!clean.contains("outlast"), "{clean}");
+    }
+}
