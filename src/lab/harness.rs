@@ -6,7 +6,7 @@
 //! cannot exceed the CPUs the workers run on. Workers look at the stop flag inside their spins
 //! and busy loops, so a run ends promptly after its window even with spins of minutes.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -166,12 +166,16 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         Arc::new((0..w.threads * stride).map(|_| AtomicU64::new(0)).collect());
     let stop = Arc::new(AtomicBool::new(false));
     let barrier = Arc::new(Barrier::new(w.threads + 1));
+    // Workers that have taken their start time: the window opens when all have, so a worker
+    // the scheduler starts late does not shorten it.
+    let running = Arc::new(AtomicUsize::new(0));
     let pin_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let allowed = Arc::new(allowed_cpus());
     let (cs_ticks, think_ticks) = (ns_to_ticks(w.cs_ns), ns_to_ticks(w.think_ns));
 
     let mut handles = Vec::with_capacity(w.threads);
     for i in 0..w.threads {
+        let running = running.clone();
         let (latch, data, lines, per_thread, stop, barrier, pin_error, allowed) = (
             latch.clone(),
             data.clone(),
@@ -205,6 +209,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
                 barrier.wait();
                 let started = Instant::now();
                 let u0 = thread_usage();
+                running.fetch_add(1, Ordering::Release);
                 while !stop.load(Ordering::Relaxed) {
                     let t0 = ticks();
                     let mut acquired_at = 0;
@@ -260,6 +265,9 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         }
     }
     barrier.wait();
+    while running.load(Ordering::Acquire) < w.threads && !INTERRUPTED.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_micros(50));
+    }
     let start = Instant::now();
     let deadline = start + Duration::from_millis(w.duration_ms);
     let mut interrupted = false;

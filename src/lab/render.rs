@@ -268,7 +268,7 @@ mod tests {
         let t = text(&doc_with(vec![p]));
         assert!(t.contains(" !"), "{t}");
         assert!(t.contains("worst +37%"), "{t}");
-        assert!(t.contains("up to 2.5 ms to stop"), "{t}");
+        assert!(t.contains("up to 2.500 ms to stop"), "{t}");
         let clean = text(&doc_with(vec![Point::new(
             LatchKind::Innodb57,
             4,
