@@ -20,17 +20,24 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         .iter()
         .take(10)
         .map(|c| {
+            // Older servers name the latch ('&kernel_mutex') instead of its creation site.
+            let origin = match (&c.created_file, &c.latch_name) {
+                (Some(f), _) => format!(
+                    "created at {f}:{}",
+                    c.created_line
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "?".into())
+                ),
+                (None, Some(n)) => format!("'{n}'"),
+                (None, None) => "created at ?".into(),
+            };
             format!(
-                "thread {} waited {:.0} s at {}:{} for {} created at {}:{}{}",
+                "thread {} waited {:.0} s at {}:{} for {} {origin}{}",
                 c.thread,
                 c.seconds,
                 c.waited_file,
                 c.waited_line,
                 c.latch.as_deref().unwrap_or("a latch"),
-                c.created_file.as_deref().unwrap_or("?"),
-                c.created_line
-                    .map(|l| l.to_string())
-                    .unwrap_or_else(|| "?".into()),
                 c.holder_mode
                     .as_deref()
                     .map(|m| format!(", held in mode {m}"))
@@ -58,4 +65,47 @@ pub fn check(f: &Facts) -> Vec<Finding> {
             .into(),
         statements: vec!["SHOW ENGINE INNODB STATUS;".into(), "SHOW FULL PROCESSLIST;".into()],
     }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::snapshot::{Snapshot, SNAPSHOT_SCHEMA};
+
+    #[test]
+    fn named_latch_of_old_servers_is_shown() {
+        // The cell form of percona-toolkit's innodb-status.001 sample (MySQL 5.0/5.1), 75 s.
+        let text = "----------\nSEMAPHORES\n----------\n\
+            OS WAIT ARRAY INFO: reservation count 12433146, signal count 56397470\n\
+            --Thread 139960404199760 has waited at lock/lock0lock.c line 3224 for 75.0000 seconds the semaphore:\n\
+            Mutex at 0xf89ab0 '&kernel_mutex', lock var 1\nwaiters flag 1\n";
+        let f = Facts::from_snapshot(Snapshot {
+            schema: SNAPSHOT_SCHEMA.into(),
+            captured_at_unix_s: 0,
+            target: "t".into(),
+            local: false,
+            version: "5.1.49-log".into(),
+            version_comment: None,
+            variables: Default::default(),
+            status_before: Default::default(),
+            status_after: Default::default(),
+            window_s: 1.0,
+            innodb_status: Some(text.into()),
+            pfs: None,
+            burst: None,
+            host: None,
+            refused: vec![],
+            notes: vec![],
+            lost_connection: false,
+        });
+        let v = check(&f);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(
+            v[0].why
+                .contains("at lock/lock0lock.c:3224 for Mutex '&kernel_mutex'"),
+            "{}",
+            v[0].why
+        );
+    }
 }
