@@ -42,12 +42,12 @@ fn counter_evidence(s: &Semaphores) -> Vec<crate::doctor::Evidence> {
         .collect()
 }
 
-/// MySQL / Percona 8.0.13-8.0.31: live in 8.0.12, constants from 8.0.32 at the latest; the
+/// MySQL / Percona 8.0.20-8.0.31: live in 8.0.19, constants from 8.0.32 at the latest; the
 /// release in between where they became constants is not established.
 fn in_unsettled_80_range(f: &Facts) -> bool {
     f.version.as_ref().is_some_and(|v| {
         matches!(v.flavor, Flavor::Mysql | Flavor::Percona)
-            && v.at_least(8, 0, 13)
+            && v.at_least(8, 0, 20)
             && !v.at_least(8, 0, 32)
     })
 }
@@ -65,8 +65,8 @@ fn zeros(f: &Facts, s: &Semaphores) -> Finding {
             title: "SEMAPHORES counters are all zero, and this 8.0 release may print them as constants"
                 .into(),
             evidence,
-            why: "MySQL 8.0.12 still counted spins (a public capture shows non-zero RW counters); 8.0.32 \
-                  and later print constant zeros (storage/innobase/sync/sync0sync.cc, \
+            why: "MySQL 8.0.19 still counted spins (MySQL bug #99171 analyses those counters at the \
+                  mysql-8.0.19 tag); 8.0.32 and later print constant zeros (storage/innobase/sync/sync0sync.cc, \
                   sync_print_wait_info). The first release with constants lies in between and is not \
                   established (docs/REFERENCE.md §4), so these zeros prove nothing either way."
                 .into(),
@@ -241,12 +241,14 @@ mod tests {
         assert!(f.title.contains("constant zeros"), "{}", f.title);
         let f = one(&facts("9.2.0", Some("100000"), ZEROS_57));
         assert_eq!(f.id, "semaphores-untrusted");
-        // Between the last release seen counting (8.0.12) and 8.0.32: say it is unsettled.
+        // Between the last release seen counting (8.0.19) and 8.0.32: say it is unsettled.
         let f = one(&facts("8.0.25", Some("100000"), ZEROS_57));
         assert_eq!(f.id, "semaphores-untrusted");
         assert!(f.why.contains("not established"), "{}", f.why);
-        let f = one(&facts("8.0.12", Some("100000"), ZEROS_57));
+        let f = one(&facts("8.0.19", Some("100000"), ZEROS_57));
         assert_eq!(f.id, "semaphores-live");
+        let f = one(&facts("8.0.20", Some("100000"), ZEROS_57));
+        assert_eq!(f.id, "semaphores-untrusted");
     }
 
     #[test]
