@@ -666,6 +666,28 @@ mod tests {
     }
 
     #[test]
+    fn several_sync_arrays() {
+        // Synthetic: innodb_sync_array_size=2 prints one reservation line per array, each
+        // followed by its cells, then one signal line.
+        let t = "----------\nSEMAPHORES\n----------\nOS WAIT ARRAY INFO: reservation count 10\n\
+                 --Thread 1 has waited at row0sel.cc line 3 for 1.00 seconds the semaphore:\n\
+                 S-lock on RW-latch at 0x1 created in file dict0dict.cc line 2\n\
+                 OS WAIT ARRAY INFO: reservation count 20\n\
+                 --Thread 2 has waited at btr0cur.cc line 5 for 2.00 seconds the semaphore:\n\
+                 X-lock on RW-latch at 0x2 created in file buf0buf.cc line 7\n\
+                 OS WAIT ARRAY INFO: signal count 25\n\
+                 RW-shared spins 1, rounds 2, OS waits 3\nRW-excl spins 4, rounds 5, OS waits 6\n\
+                 RW-sx spins 7, rounds 8, OS waits 9\n";
+        let s = parse(t).semaphores.unwrap();
+        assert_eq!(s.reservation_counts, vec![10, 20]);
+        assert_eq!(s.signal_counts, vec![25]);
+        assert_eq!(s.wait_cells.len(), 2);
+        assert_eq!(s.wait_cells[1].created_file.as_deref(), Some("buf0buf.cc"));
+        assert_eq!(s.rw_sx.unwrap().rounds, Some(8));
+        assert_eq!(s.unrecognised_count, 0);
+    }
+
+    #[test]
     fn numbers_must_end_at_a_delimiter() {
         let s = parse(
             "----------\nSEMAPHORES\n----------\nRW-shared spins 12abc, rounds 3, OS waits 1\n",
