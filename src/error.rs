@@ -3,6 +3,14 @@
 //! Every error says what was wrong and what to do, on one line. Bad input (a flag, a file, a
 //! value out of range) exits 2; runtime failures (a server unreachable, perf missing, a
 //! syscall refused) exit 3. Exit 1 is reserved for `doctor --fail-on`.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | doctor findings at or above `--fail-on` |
+//! | 2 | bad input, or a refusal to act (a schema spinscope does not own, a variable another spinscope holds or left changed) |
+//! | 3 | runtime failure (server unreachable, access denied, perf missing, a restore that failed) |
+//! | 130 | interrupted (SIGINT, SIGTERM, SIGHUP or SIGQUIT) after putting back what was changed, or at once on a second signal |
 
 use std::fmt;
 
@@ -14,6 +22,8 @@ pub const EXIT_FINDINGS: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
 /// Exit code: runtime failure (server unreachable, access denied, perf missing).
 pub const EXIT_RUNTIME: i32 = 3;
+/// Exit code: interrupted by a signal (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

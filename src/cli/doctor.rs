@@ -85,12 +85,20 @@ fn check(a: &DoctorArgs) -> Result<()> {
             a.hz
         )));
     }
+    if a.window > 0.0 && a.hz * a.window < 2.0 {
+        return Err(Error::bad_input(format!(
+            "--hz {} with --window {}: fewer than 2 samples in the window; give --hz of at least {}",
+            a.hz,
+            a.window,
+            crate::report::fmt_num(2.0 / a.window)
+        )));
+    }
     Ok(())
 }
 
 pub fn run(a: DoctorArgs) -> Result<i32> {
     check(&a)?;
-    let stop = Arc::new(AtomicBool::new(false));
+    let mut stop = Arc::new(AtomicBool::new(false));
     let (snap, source) = match &a.snapshot {
         Some(p) => {
             let mut snap = Snapshot::load(&snapshot_path(p))?;
@@ -105,11 +113,9 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 Some(p) => Some(crate::server::host::load(p)?),
                 None => None,
             };
-            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                // Ctrl-C ends the window early; collection then restores instruments and reports.
-                signal_hook::flag::register(sig, Arc::clone(&stop))
-                    .map_err(|e| Error::runtime(format!("installing the signal handler: {e}")))?;
-            }
+            // Ctrl-C, SIGTERM, SIGHUP, SIGQUIT end the window early; collection then restores
+            // instruments and reports.
+            stop = crate::interrupt::install()?;
             let o = CollectOpts {
                 window_s: a.window,
                 hz: a.hz,

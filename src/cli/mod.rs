@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod lab;
 pub mod probe;
 pub mod profile;
+pub mod restore;
 pub mod spin;
 pub mod sweep;
 
@@ -20,7 +21,8 @@ translates MySQL / Percona / MariaDB spin settings (innodb_spin_wait_delay,
 innodb_sync_spin_loops, innodb_spin_wait_pause_multiplier) into wall-clock time, and recommends
 settings that spin for the time the defaults were designed for.
 
-Exit codes: 0 ok; 1 doctor findings at or above --fail-on; 2 bad input; 3 runtime failure.";
+Exit codes: 0 ok; 1 doctor findings at or above --fail-on; 2 bad input or a refusal; 3 runtime
+failure; 130 interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT).";
 
 #[derive(Debug, Parser)]
 #[command(name = "spinscope", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -43,6 +45,8 @@ pub enum Command {
     Profile(profile::ProfileArgs),
     /// Drive load at rising concurrency: the knee, the USL fit, and A/B of settings with a verdict.
     Sweep(sweep::SweepArgs),
+    /// Put back what spinscope left changed on a server (from its durable change journal).
+    Restore(restore::RestoreArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
         /// The shell to generate completions for.
@@ -66,6 +70,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Lab(a) => lab::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Sweep(a) => sweep::run(a),
+        Command::Restore(a) => restore::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "spinscope", &mut std::io::stdout());

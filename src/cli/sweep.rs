@@ -378,17 +378,10 @@ fn step_doc(
     }
 }
 
-/// Write via a temporary file and rename, so a crash never leaves half a document.
+/// Write via a new exclusive temp file and rename, so a crash never leaves half a document;
+/// results hold server data, so the files are private (0600).
 fn write_atomic(path: &Path, text: &str, flag: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp~");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            Error::bad_input(format!(
-                "{flag} {}: cannot write ({e}); choose a writable path",
-                path.display()
-            ))
-        })
+    crate::files::write_atomic(path, text.as_bytes(), flag, true)
 }
 
 fn save(doc: &mut SweepDoc, a: &RunArgs) -> Result<()> {
@@ -402,8 +395,22 @@ fn save(doc: &mut SweepDoc, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every output path checked before any load starts.
+fn check_outputs(a: &RunArgs) -> Result<()> {
+    for (p, flag) in [(&a.save, "--save"), (&a.csv, "--csv"), (&a.html, "--html")] {
+        if let Some(p) = p {
+            crate::files::check_output(p, flag)?;
+        }
+    }
+    if let Some(d) = &a.charts {
+        crate::files::check_output_dir(d, "--charts")?;
+    }
+    Ok(())
+}
+
 fn run_sweep(a: RunArgs) -> Result<i32> {
     let plan = plan(&a)?;
+    check_outputs(&a)?;
     let target = server_conn::resolve(&a.conn)?;
     let connect = connector(&target, None);
     let mut admin = connect()?;
@@ -412,13 +419,8 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
         .ok()
         .flatten()
         .unwrap_or_else(|| "unknown".into());
-    let st = schema::inspect(&mut admin, &a.schema)?;
-    if st.tables == 0 || st.table_size == 0 {
-        return Err(Error::bad_input(format!(
-            "--schema {}: no sbtest tables there; run `spinscope sweep prepare --schema {}` first",
-            a.schema, a.schema
-        )));
-    }
+    // Marker, finished prepare, promised rows: refused before any change.
+    let st = schema::verify_for_run(&mut admin, &a.schema)?;
     drop(admin);
     // Statements name tables without a schema: every client connects into the scratch schema.
     let client_connect = connector(&target, Some(&a.schema));
@@ -498,12 +500,19 @@ fn write_outputs(doc: &SweepDoc, a: &RunArgs) -> Result<()> {
     if let Some(dir) = &a.charts {
         std::fs::create_dir_all(dir)
             .and_then(|_| {
-                std::fs::write(
-                    dir.join("throughput.svg"),
-                    sweep_html::throughput_chart(doc),
+                crate::files::write_atomic_mode(
+                    &dir.join("throughput.svg"),
+                    sweep_html::throughput_chart(doc).as_bytes(),
+                    0o600,
                 )
             })
-            .and_then(|_| std::fs::write(dir.join("p99.svg"), sweep_html::p99_chart(doc)))
+            .and_then(|_| {
+                crate::files::write_atomic_mode(
+                    &dir.join("p99.svg"),
+                    sweep_html::p99_chart(doc).as_bytes(),
+                    0o600,
+                )
+            })
             .map_err(|e| {
                 Error::bad_input(format!(
                     "--charts {}: cannot write ({e}); choose a writable directory",

@@ -502,12 +502,7 @@ pub fn probe_current_cpu_quick() -> Result<ProbeReport> {
 /// Read a probe saved with `probe --save FILE` (or `probe --json > FILE`). Anything unreadable,
 /// not JSON or of another schema is bad input naming the file.
 pub fn load_probe_file(path: &Path) -> Result<ProbeReport> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::bad_input(format!(
-            "--probe {}: cannot read it ({e}); give a file written by `spinscope probe --save`",
-            path.display()
-        ))
-    })?;
+    let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, "--probe")?;
     parse_probe(&text).map_err(|e| Error::bad_input(format!("--probe {}: {e}", path.display())))
 }
 

@@ -1,6 +1,14 @@
-//! The settings guard: every `SET GLOBAL` the sweep makes goes through here. The original value
-//! is read and recorded before the first change, and `restore` (also called from `Drop`, so on
-//! every error path and after SIGINT/SIGTERM) sets it back and reads it again to prove it.
+//! The settings guard: every `SET GLOBAL` the sweep makes goes through here. Before the first
+//! change of a variable the guard checks the change journal (refusing a variable another
+//! spinscope holds or left changed), takes the server-side named lock `spinscope:<variable>`
+//! (visible to clients on every host), reads the original value and writes a journal record
+//! (fsynced) **before** the `SET GLOBAL`. All global variables are snapshotted before the
+//! first change; a variable the server moved as a side effect (`innodb_io_capacity` moves
+//! `innodb_io_capacity_max`) is journaled and restored too. `restore` (also called from
+//! `Drop`, so on every error path and after a signal) sets everything back, reads it again to
+//! prove it, and only then closes the journal record.
+
+use std::collections::BTreeMap;
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, Value};
@@ -9,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::spec::{restart_refusal, sql_value, Setting, Variant};
 use super::{describe_error, is_connection_error, Connector};
 use crate::error::{Error, Result};
+use crate::journal::{self, HolderState, Record, ServerId};
 
 /// One variable the sweep changed, and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,13 +29,43 @@ pub struct Changed {
     pub restored: bool,
     /// What happened on restore, for the report.
     pub note: String,
+    /// The server moved it when another variable was set (not named by a variant).
+    #[serde(default)]
+    pub side_effect: bool,
 }
 
 pub struct SettingsGuard {
     connect: Connector,
     conn: Option<Conn>,
     changed: Vec<Changed>,
+    /// Journal record id of each entry of `changed`.
+    records: Vec<Option<Record>>,
+    /// Named locks held on the admin connection.
+    locks: Vec<String>,
+    server: Option<ServerId>,
+    /// Every global variable before the first change.
+    baseline: Option<BTreeMap<String, String>>,
     done: bool,
+}
+
+/// Variables that move on their own; never taken for a side effect.
+fn volatile(name: &str) -> bool {
+    name.starts_with("gtid_") || name.starts_with("wsrep_") || name == "timestamp"
+}
+
+/// A value as SHOW VARIABLES prints it, as an SQL literal for SET GLOBAL.
+fn literal_of_text(v: &str) -> String {
+    if !v.is_empty() && v.parse::<f64>().is_ok() {
+        v.to_string()
+    } else {
+        format!("'{}'", v.replace('\\', "\\\\").replace('\'', "''"))
+    }
+}
+
+/// The named lock that marks a live holder of a variable.
+fn lock_name(var: &str) -> String {
+    let n = format!("spinscope:{}", var.to_ascii_lowercase());
+    n.chars().take(64).collect()
 }
 
 /// A value read back from the server as an SQL literal that `SET GLOBAL` accepts again.
@@ -54,13 +93,22 @@ impl SettingsGuard {
             connect,
             conn: None,
             changed: Vec::new(),
+            records: Vec::new(),
+            locks: Vec::new(),
+            server: None,
+            baseline: None,
             done: false,
         }
     }
 
     fn conn(&mut self) -> Result<&mut Conn> {
         if self.conn.is_none() {
-            self.conn = Some((self.connect)()?);
+            let mut c = (self.connect)()?;
+            // A new admin connection (after a KILL or a reconnect): take our locks again.
+            for l in &self.locks {
+                let _ = c.exec_drop("DO GET_LOCK(?, 0)", (l,));
+            }
+            self.conn = Some(c);
         }
         Ok(self.conn.as_mut().expect("set above"))
     }
@@ -88,6 +136,145 @@ impl SettingsGuard {
             self.with_conn(&format!("reading @@GLOBAL.{var}"), |c| c.query_first(&sql))?;
         v.map(|v| literal(&v))
             .ok_or_else(|| Error::runtime(format!("reading @@GLOBAL.{var}: no row")))
+    }
+
+    fn globals(&mut self) -> Result<BTreeMap<String, String>> {
+        let rows: Vec<(String, Option<String>)> = self
+            .with_conn("reading SHOW GLOBAL VARIABLES", |c| {
+                c.query("SHOW GLOBAL VARIABLES")
+            })?;
+        Ok(rows
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.unwrap_or_default()))
+            .collect())
+    }
+
+    /// The server's identity and every global variable, once, before the first change.
+    fn ensure_server(&mut self) -> Result<ServerId> {
+        if let Some(s) = &self.server {
+            return Ok(s.clone());
+        }
+        let (endpoint, hint) = journal::last_target();
+        let id = self.with_conn("identifying the server", |c| {
+            journal::identify(c, &endpoint, &hint)
+        })?;
+        self.baseline = Some(self.globals()?);
+        self.server = Some(id.clone());
+        Ok(id)
+    }
+
+    /// Refuse a variable another spinscope holds (live) or left changed (dead), then take its
+    /// named lock so others see us.
+    fn claim(&mut self, var: &str, server: &ServerId) -> Result<()> {
+        for r in journal::for_server(&server.key) {
+            if !r.what.eq_ignore_ascii_case(var) {
+                continue;
+            }
+            match journal::holder_state(&r.holder) {
+                HolderState::Me => {}
+                HolderState::Alive => {
+                    return Err(Error::bad_input(format!(
+                        "{var} is being changed by another spinscope: {}; wait until it ends (its measurements would be disturbed by ours and ours by its)",
+                        journal::describe(&r)
+                    )))
+                }
+                _ if journal::restarted_since(&r, server) => journal::close(&r.id),
+                _ => {
+                    return Err(Error::bad_input(format!(
+                        "{var} was left changed: {}; run `spinscope restore {}` first, so the sweep does not take {} for the original",
+                        journal::describe(&r),
+                        server.connect_hint,
+                        r.set_to
+                    )))
+                }
+            }
+        }
+        let name = lock_name(var);
+        let got: Option<Option<i64>> = self.with_conn("taking the named lock", |c| {
+            c.exec_first("SELECT GET_LOCK(?, 0)", (&name,))
+        })?;
+        if got.flatten() != Some(1) {
+            let holder: Option<(Option<u64>, Option<String>, Option<String>)> = self
+                .with_conn("reading the lock holder", |c| {
+                    c.exec_first(
+                        "SELECT IS_USED_LOCK(?), p.USER, p.HOST FROM DUAL LEFT JOIN information_schema.PROCESSLIST p ON p.ID = IS_USED_LOCK(?)",
+                        (&name, &name),
+                    )
+                })
+                .unwrap_or(None);
+            let who = match holder {
+                Some((Some(id), u, h)) => format!(
+                    "server connection {id} ({}@{})",
+                    u.unwrap_or_default(),
+                    h.unwrap_or_default()
+                ),
+                _ => "another connection".into(),
+            };
+            return Err(Error::bad_input(format!(
+                "{var} is being changed by another spinscope: {who} holds the lock {name}; wait until it ends"
+            )));
+        }
+        self.locks.push(name);
+        Ok(())
+    }
+
+    fn journal_change(
+        &mut self,
+        server: &ServerId,
+        var: &str,
+        original: &str,
+        set_to: &str,
+    ) -> Result<Record> {
+        let rec = Record {
+            id: journal::new_id(),
+            server: server.clone(),
+            what: var.to_string(),
+            original: plain(original),
+            set_to: plain(set_to),
+            check_sql: format!("SELECT @@GLOBAL.{var}"),
+            restore_sql: vec![format!("SET GLOBAL {var} = {original}")],
+            holder: journal::me(),
+            opened_unix_s: journal::now_unix(),
+        };
+        journal::open(&rec)?;
+        Ok(rec)
+    }
+
+    /// Variables the server moved on its own after our changes: journal them (so they are
+    /// restored with the rest) and say so.
+    fn catch_side_effects(&mut self, cause: &str) -> Result<()> {
+        let Some(server) = self.server.clone() else {
+            return Ok(());
+        };
+        let now = self.globals()?;
+        let base = self.baseline.clone().unwrap_or_default();
+        for (name, before) in &base {
+            let Some(after) = now.get(name) else { continue };
+            if after == before
+                || volatile(name)
+                || self
+                    .changed
+                    .iter()
+                    .any(|c| c.variable.eq_ignore_ascii_case(name))
+            {
+                continue;
+            }
+            let orig = literal_of_text(before);
+            let rec = self.journal_change(&server, name, &orig, &literal_of_text(after))?;
+            eprintln!(
+                "spinscope: the server moved {name} from {before} to {after} when {cause} changed; it is restored too"
+            );
+            self.changed.push(Changed {
+                variable: name.clone(),
+                original: orig,
+                restored: false,
+                note: String::new(),
+                side_effect: true,
+            });
+            self.records.push(Some(rec));
+            self.done = false;
+        }
+        Ok(())
     }
 
     /// Check, before anything runs, that every variable exists and can be set at run time, by
@@ -144,27 +331,50 @@ impl SettingsGuard {
         }
         let mut now = Vec::new();
         for s in &variant.settings {
-            if !self.changed.iter().any(|c| c.variable == s.variable) {
-                let original = self.read(&s.variable)?;
-                eprintln!(
-                    "spinscope: changing {} (was {}); it is restored at the end, on error and on SIGINT/SIGTERM",
-                    s.variable,
-                    plain(&original)
-                );
-                self.changed.push(Changed {
-                    variable: s.variable.clone(),
-                    original,
-                    restored: false,
-                    note: String::new(),
-                });
-                self.done = false;
-            }
-            self.set(&s.variable, &sql_value(&s.value))?;
+            let want = sql_value(&s.value);
+            let idx = match self.changed.iter().position(|c| c.variable == s.variable) {
+                Some(i) => i,
+                None => {
+                    let server = self.ensure_server()?;
+                    self.claim(&s.variable, &server)?;
+                    let original = self.read(&s.variable)?;
+                    // Durable record first, then the change.
+                    let rec = self.journal_change(&server, &s.variable, &original, &want)?;
+                    eprintln!(
+                        "spinscope: changing {} (was {}); it is restored at the end, on error and on a signal (journal: {})",
+                        s.variable,
+                        plain(&original),
+                        journal::dir().map(|d| d.display().to_string()).unwrap_or_default()
+                    );
+                    self.changed.push(Changed {
+                        variable: s.variable.clone(),
+                        original,
+                        restored: false,
+                        note: String::new(),
+                        side_effect: false,
+                    });
+                    self.records.push(Some(rec));
+                    self.changed.len() - 1
+                }
+            };
+            self.done = false;
+            self.set(&s.variable, &want)?;
             let actual = self.read(&s.variable)?;
+            // The server may clamp: the record keeps what it really holds.
+            if let Some(rec) = self.records[idx].as_mut() {
+                if !journal::same_value(&rec.set_to, &actual) {
+                    rec.set_to = plain(&actual);
+                    journal::open(rec)?;
+                }
+            }
             now.push(Setting {
                 variable: s.variable.clone(),
                 value: plain(&actual),
             });
+        }
+        let names: Vec<&str> = variant.settings.iter().map(|s| s.variable.as_str()).collect();
+        if !names.is_empty() {
+            self.catch_side_effects(&names.join(", "))?;
         }
         Ok(now)
     }
@@ -190,9 +400,13 @@ impl SettingsGuard {
             }
             let c = &mut self.changed[i];
             match outcome {
-                Ok(v) if plain(&v).eq_ignore_ascii_case(&plain(&orig)) => {
+                Ok(v) if journal::same_value(&v, &orig) => {
                     c.restored = true;
-                    c.note = format!("restored {var} = {}", plain(&orig));
+                    c.note = format!("restored {var} = {} (read back)", plain(&orig));
+                    // Read back equal: only now the journal record closes.
+                    if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
+                        journal::close(&rec.id);
+                    }
                 }
                 Ok(v) => {
                     c.note = format!(
@@ -208,7 +422,31 @@ impl SettingsGuard {
             }
             eprintln!("spinscope: {}", c.note);
         }
+        self.report_late_moves();
+        let locks = std::mem::take(&mut self.locks);
+        if let Some(c) = self.conn.as_mut() {
+            for l in &locks {
+                let _ = c.exec_drop("DO RELEASE_LOCK(?)", (l,));
+            }
+        }
         self.changed.clone()
+    }
+
+    /// After restoring: any global still different from the snapshot is reported (not
+    /// touched: it may be someone else's change made meanwhile).
+    fn report_late_moves(&mut self) {
+        let Some(base) = self.baseline.clone() else {
+            return;
+        };
+        let Ok(now) = self.globals() else { return };
+        for (name, before) in &base {
+            match now.get(name) {
+                Some(after) if after != before && !volatile(name) => eprintln!(
+                    "spinscope: note: {name} is {after} now, {before} before the sweep; spinscope did not set it (someone else may have), so it is left as is"
+                ),
+                _ => {}
+            }
+        }
     }
 
     pub fn changed(&self) -> &[Changed] {

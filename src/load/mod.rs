@@ -18,15 +18,10 @@ use std::sync::Arc;
 /// again to reconnect after the server dropped a connection).
 pub type Connector = Arc<dyn Fn() -> crate::Result<mysql::Conn> + Send + Sync>;
 
-/// Set by SIGINT/SIGTERM: the driver ends the step, the sweep saves what it has, restores the
-/// settings and exits 130.
+/// Set by SIGINT/SIGTERM/SIGHUP/SIGQUIT (see `crate::interrupt`): the driver ends the step,
+/// the sweep saves what it has, restores the settings and exits 130.
 pub fn install_stop_flag() -> crate::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .map_err(|e| crate::Error::runtime(format!("installing the signal handler: {e}")))?;
-    }
-    Ok(stop)
+    crate::interrupt::install()
 }
 
 /// Whether a stop was requested.

@@ -1,7 +1,12 @@
 //! The scratch schema: sysbench-compatible `sbtest1..N` tables (id, k, c, pad; index on k),
-//! loaded with multi-row inserts from parallel connections. A marker table records that
-//! spinscope created the schema; `prepare` and `cleanup` refuse any other schema unless
-//! `--force`.
+//! loaded with multi-row inserts from parallel connections.
+//!
+//! Ownership: a marker table records that spinscope created the schema, and a manifest what
+//! `prepare` promised (tables, rows) and whether it finished. System schemas are never
+//! written. `--force` only lets `prepare` take an empty schema, or re-create spinscope's own
+//! tables in its own; `cleanup` drops only spinscope's tables, and the schema only when
+//! nothing else is left in it; `run` refuses a schema without the marker, a half-prepared one
+//! and one whose tables lost rows.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +23,19 @@ use crate::error::{Error, Result};
 /// The marker table spinscope creates in its schema.
 pub const MARKER: &str = "spinscope_owner";
 
+/// The manifest table: what prepare promised, and whether it finished.
+pub const MANIFEST: &str = "spinscope_manifest";
+
+/// Schemas of the server itself: never written, forced or not.
+pub const SYSTEM_SCHEMAS: &[&str] = &[
+    "mysql",
+    "sys",
+    "performance_schema",
+    "information_schema",
+    "ndbinfo",
+    "mysql_innodb_cluster_metadata",
+];
+
 /// Rows per multi-row INSERT.
 const BATCH: u64 = 1000;
 
@@ -28,7 +46,25 @@ pub fn check_schema_name(s: &str) -> Result<()> {
             "--schema {s:?}: use letters, digits and '_' only (at most 64), e.g. spinscope"
         )));
     }
+    if SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(s)) {
+        return Err(system_refusal(s));
+    }
     Ok(())
+}
+
+fn system_refusal(s: &str) -> Error {
+    Error::bad_input(format!(
+        "--schema {s}: a system schema of the server; spinscope never writes there, --force or not. Use a schema of its own, e.g. --schema spinscope"
+    ))
+}
+
+/// Whether a table name is one spinscope makes.
+fn is_ours(name: &str) -> bool {
+    name == MARKER
+        || name == MANIFEST
+        || name
+            .strip_prefix("sbtest")
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 fn q<T>(r: mysql::Result<T>, what: &str) -> Result<T> {
@@ -44,6 +80,12 @@ pub struct SchemaState {
     pub tables: u32,
     /// MAX(id) of sbtest1 (the table size prepare used).
     pub table_size: u64,
+    /// Tables (and views) spinscope did not make.
+    pub others: Vec<String>,
+    /// The server reports it as a system schema (system views, performance_schema engine).
+    pub system: bool,
+    /// What the manifest says: (tables, table_size, complete).
+    pub manifest: Option<(u32, u64, bool)>,
 }
 
 pub fn inspect(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
@@ -60,8 +102,18 @@ pub fn inspect(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
             ours: false,
             tables: 0,
             table_size: 0,
+            others: Vec::new(),
+            system: false,
+            manifest: None,
         });
     }
+    let system: Option<u64> = q(
+        conn.exec_first(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND (TABLE_TYPE = 'SYSTEM VIEW' OR ENGINE = 'PERFORMANCE_SCHEMA')",
+            (schema,),
+        ),
+        "reading information_schema.TABLES",
+    )?;
     let names: Vec<String> = q(
         conn.exec(
             "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
@@ -70,6 +122,18 @@ pub fn inspect(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
         "reading information_schema.TABLES",
     )?;
     let ours = names.iter().any(|n| n == MARKER);
+    let others: Vec<String> = names.iter().filter(|n| !is_ours(n)).cloned().collect();
+    let manifest = if names.iter().any(|n| n == MANIFEST) {
+        let m: Option<(u32, u64, u8)> = q(
+            conn.query_first(format!(
+                "SELECT tables, table_size, complete FROM `{schema}`.`{MANIFEST}` LIMIT 1"
+            )),
+            "reading the manifest",
+        )?;
+        m.map(|(t, s, c)| (t, s, c == 1))
+    } else {
+        None
+    };
     let mut tables = 0;
     while names.iter().any(|n| *n == format!("sbtest{}", tables + 1)) {
         tables += 1;
@@ -88,7 +152,69 @@ pub fn inspect(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
         ours,
         tables,
         table_size,
+        others,
+        system: system.unwrap_or(0) > 0,
+        manifest,
     })
+}
+
+/// Check a schema before `sweep run` writes into it: spinscope's marker, a finished prepare,
+/// and every table holding the rows prepare promised. Returns the state with the manifest's
+/// table count and size.
+pub fn verify_for_run(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
+    check_schema_name(schema)?;
+    let mut st = inspect(conn, schema)?;
+    let again = |t: u32, s: u64| {
+        format!("run `spinscope sweep prepare --schema {schema} --tables {t} --table-size {s}` again")
+    };
+    if st.system {
+        return Err(system_refusal(schema));
+    }
+    if !st.exists || (st.ours && st.tables == 0 && st.manifest.is_none()) {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: no sbtest tables there; run `spinscope sweep prepare --schema {schema}` first"
+        )));
+    }
+    if !st.ours {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: spinscope did not create this schema (no {MARKER} table); sweep run writes into its tables, so it refuses. Use `spinscope sweep prepare --schema NAME` for a schema of its own"
+        )));
+    }
+    let Some((tables, size, complete)) = st.manifest else {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: no manifest, so the tables cannot be checked (prepared by an older spinscope, or interrupted); {}",
+            again(st.tables.max(1), st.table_size.max(1))
+        )));
+    };
+    if !complete {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: prepare did not finish (interrupted or failed); {}",
+            again(tables, size)
+        )));
+    }
+    if st.tables < tables {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: prepare made {tables} sbtest tables, only {} are there; {}",
+            st.tables,
+            again(tables, size)
+        )));
+    }
+    for t in 1..=tables {
+        let n: Option<u64> = q(
+            conn.query_first(format!("SELECT COUNT(*) FROM `{schema}`.sbtest{t}")),
+            "counting rows",
+        )?;
+        let n = n.unwrap_or(0);
+        if n < size {
+            return Err(Error::bad_input(format!(
+                "--schema {schema}: sbtest{t} holds {n} rows, prepare promised {size}; {}",
+                again(tables, size)
+            )));
+        }
+    }
+    st.tables = tables;
+    st.table_size = size;
+    Ok(st)
 }
 
 /// Create the schema and load `tables` x `table_size` rows with `load_threads` connections.
@@ -103,9 +229,18 @@ pub fn prepare(
     check_schema_name(schema)?;
     let mut conn = connect()?;
     let st = inspect(&mut conn, schema)?;
+    if st.system {
+        return Err(system_refusal(schema));
+    }
+    if st.exists && !st.ours && !st.others.is_empty() {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: the schema holds tables spinscope did not make ({}); it never writes there, --force or not. Choose another --schema",
+            st.others.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
     if st.exists && !st.ours && !force {
         return Err(Error::bad_input(format!(
-            "--schema {schema}: the schema exists and was not created by spinscope; choose another --schema or pass --force to write into it"
+            "--schema {schema}: the schema exists and was not created by spinscope; choose another --schema, or pass --force to take it over (only an empty schema can be)"
         )));
     }
     q(
@@ -123,6 +258,23 @@ pub fn prepare(
             "INSERT INTO `{schema}`.`{MARKER}` (created_by) SELECT 'spinscope sweep prepare' FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM `{schema}`.`{MARKER}`)"
         )),
         "writing the marker",
+    )?;
+    // The manifest says "not finished" until the last table is loaded.
+    q(
+        conn.query_drop(format!(
+            "CREATE TABLE IF NOT EXISTS `{schema}`.`{MANIFEST}` (tables INT UNSIGNED NOT NULL, table_size BIGINT UNSIGNED NOT NULL, complete TINYINT NOT NULL, updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB"
+        )),
+        "creating the manifest",
+    )?;
+    q(
+        conn.query_drop(format!("DELETE FROM `{schema}`.`{MANIFEST}`")),
+        "writing the manifest",
+    )?;
+    q(
+        conn.query_drop(format!(
+            "INSERT INTO `{schema}`.`{MANIFEST}` (tables, table_size, complete) VALUES ({tables}, {table_size}, 0)"
+        )),
+        "writing the manifest",
     )?;
     // Old sbtest tables beyond the new count would confuse `run`'s table detection.
     for t in 1..=st.tables.max(tables) {
@@ -169,6 +321,15 @@ pub fn prepare(
     for r in results {
         r?;
     }
+    if crate::interrupt::stopped() {
+        return Err(Error::runtime(format!(
+            "prepare interrupted; `{schema}` is marked unfinished and `sweep run` refuses it until prepare runs again"
+        )));
+    }
+    q(
+        conn.query_drop(format!("UPDATE `{schema}`.`{MANIFEST}` SET complete = 1")),
+        "writing the manifest",
+    )?;
     eprintln!(
         "spinscope: prepared `{schema}`: {tables} tables x {table_size} rows in {:.1} s",
         t0.elapsed().as_secs_f64()
@@ -224,19 +385,61 @@ fn load_table(
     Ok(())
 }
 
-/// Drop the schema if spinscope created it (or `force`).
+/// Drop spinscope's tables, and the schema when nothing else is left in it. A schema without
+/// the marker is refused unless `force`, and even then only when it holds nothing but tables
+/// named like spinscope's. System schemas are refused always.
 pub fn cleanup(connect: &Connector, schema: &str, force: bool) -> Result<bool> {
     check_schema_name(schema)?;
     let mut conn = connect()?;
     let st = inspect(&mut conn, schema)?;
+    if st.system {
+        return Err(system_refusal(schema));
+    }
     if !st.exists {
         eprintln!("spinscope: schema `{schema}` does not exist; nothing to clean up");
         return Ok(false);
     }
     if !st.ours && !force {
         return Err(Error::bad_input(format!(
-            "--schema {schema}: the schema was not created by spinscope; refusing to drop it (pass --force if you are sure)"
+            "--schema {schema}: the schema was not created by spinscope; refusing to drop anything in it"
         )));
+    }
+    if !st.ours && !st.others.is_empty() {
+        return Err(Error::bad_input(format!(
+            "--schema {schema}: not created by spinscope and holds other tables ({}); refusing to drop anything, --force or not",
+            st.others.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let names: Vec<String> = q(
+        conn.exec(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+            (schema,),
+        ),
+        "reading information_schema.TABLES",
+    )?;
+    // Marker last: an interrupted cleanup still knows the schema is ours.
+    let mut mine: Vec<&String> = names.iter().filter(|n| is_ours(n)).collect();
+    mine.sort_by_key(|n| *n == MARKER);
+    for t in &mine {
+        q(
+            conn.query_drop(format!("DROP TABLE IF EXISTS `{schema}`.`{t}`")),
+            "dropping a table",
+        )?;
+    }
+    let left: Option<u64> = q(
+        conn.exec_first(
+            "SELECT (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?) + (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?) + (SELECT COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?)",
+            (schema, schema, schema),
+        ),
+        "reading what is left",
+    )?;
+    if left.unwrap_or(1) > 0 {
+        eprintln!(
+            "spinscope: dropped spinscope's {} table(s) in `{schema}`; kept the schema: it holds other objects ({})",
+            mine.len(),
+            st.others.join(", ")
+        );
+        return Ok(false);
     }
     q(
         conn.query_drop(format!("DROP DATABASE `{schema}`")),

@@ -22,15 +22,11 @@ pub fn to_json<T: Serialize>(doc: &T) -> Result<String> {
     serde_json::to_string_pretty(doc).map_err(|e| Error::runtime(format!("serializing JSON: {e}")))
 }
 
-/// Write a JSON document to a file, saying which file failed and why.
+/// Write a JSON document to a file atomically and privately (0600: documents can hold
+/// server data), saying which file failed and why.
 pub fn save_json<T: Serialize>(doc: &T, path: &std::path::Path) -> Result<()> {
-    let s = to_json(doc)?;
-    std::fs::write(path, s + "\n").map_err(|e| {
-        Error::bad_input(format!(
-            "--save {}: cannot write ({e}); choose a writable path",
-            path.display()
-        ))
-    })
+    let s = to_json(doc)? + "\n";
+    crate::files::write_atomic(path, s.as_bytes(), "--save", true)
 }
 
 /// A plain, borderless table for terminals and pipes alike.

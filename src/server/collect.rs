@@ -96,33 +96,168 @@ fn read_waits(ctx: &mut Ctx, conn: &mut mysql::Conn) -> Vec<WaitRow> {
 }
 
 /// Instruments and consumers changed for the window; put back exactly on `restore` or drop.
+/// The change is journaled (fsynced) before it is made, and the record closes only after the
+/// state reads back equal (see `crate::journal`); the admin connection is reopened when the
+/// server dropped it (a KILL).
 pub struct InstrumentGuard {
     conn: Option<mysql::Conn>,
+    target: Target,
     instruments: Vec<(String, String, String)>,
     consumers: Vec<(String, String)>,
+    record: Option<crate::journal::Record>,
+    attempted: bool,
     pub restored: bool,
 }
 
+/// What the journal names this change by.
+pub const INSTRUMENTS_WHAT: &str = "performance_schema wait/synch instruments";
+
+/// One number for the state the guard changes: instruments fully on, plus a million when the
+/// global_instrumentation consumer is on.
+const STATE_SQL: &str = "SELECT (SELECT COUNT(*) FROM performance_schema.setup_instruments \
+     WHERE NAME LIKE 'wait/synch/%' AND ENABLED = 'YES' AND TIMED = 'YES') + 1000000 * \
+     (SELECT COUNT(*) FROM performance_schema.setup_consumers \
+     WHERE NAME = 'global_instrumentation' AND ENABLED = 'YES')";
+
+fn sq(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// The statements that put the recorded state back: one UPDATE per distinct (ENABLED, TIMED).
+fn restore_statements(
+    instruments: &[(String, String, String)],
+    consumers: &[(String, String)],
+) -> Vec<String> {
+    let mut groups: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (name, en, timed) in instruments {
+        groups
+            .entry((en.clone(), timed.clone()))
+            .or_default()
+            .push(sq(name));
+    }
+    let mut out: Vec<String> = groups
+        .into_iter()
+        .map(|((en, timed), names)| {
+            format!(
+                "UPDATE performance_schema.setup_instruments SET ENABLED = {}, TIMED = {} WHERE NAME IN ({})",
+                sq(&en),
+                sq(&timed),
+                names.join(", ")
+            )
+        })
+        .collect();
+    for (name, en) in consumers {
+        out.push(format!(
+            "UPDATE performance_schema.setup_consumers SET ENABLED = {} WHERE NAME = {}",
+            sq(en),
+            sq(name)
+        ));
+    }
+    out
+}
+
+fn scalar(c: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
+    let v: Option<Option<String>> = c.query_first(sql)?;
+    Ok(v.flatten().unwrap_or_default())
+}
+
 impl InstrumentGuard {
-    /// Record the current state of wait/synch instruments and the global consumer, then
-    /// enable them. Returns the guard even when nothing needed changing.
-    pub fn enable(conn: mysql::Conn) -> std::result::Result<InstrumentGuard, mysql::Error> {
+    /// Record the current state of wait/synch instruments and the global consumer, journal it,
+    /// then enable them. Refuses (bad input) while another spinscope holds or left the
+    /// instruments changed on this server.
+    pub fn enable(conn: mysql::Conn, target: &Target) -> Result<InstrumentGuard> {
+        use crate::journal::{self, HolderState};
         let mut g = InstrumentGuard {
             conn: Some(conn),
+            target: target.clone(),
             instruments: Vec::new(),
             consumers: Vec::new(),
+            record: None,
+            attempted: false,
             restored: false,
         };
+        let err = |e: mysql::Error| match refusal(
+            &e,
+            "enabling performance_schema instruments",
+            "UPDATE on performance_schema.setup_instruments and setup_consumers",
+        ) {
+            Some(r) => crate::Error::runtime(format!(
+                "{} needs {}: {}",
+                r.what, r.privilege, r.message
+            )),
+            None => crate::Error::runtime(format!("enabling instruments: {e}")),
+        };
         let c = g.conn.as_mut().expect("guard connection");
-        g.instruments = c.query(
-            "SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
-             WHERE NAME LIKE 'wait/synch/%' AND (ENABLED <> 'YES' OR TIMED <> 'YES')",
-        )?;
-        g.consumers = c.query(
-            "SELECT NAME, ENABLED FROM performance_schema.setup_consumers \
-             WHERE NAME = 'global_instrumentation' AND ENABLED <> 'YES'",
-        )?;
-        // Record first, then change: a failure below still restores what was recorded.
+        let server = journal::identify(c, &target.endpoint(), &target.flags_hint()).map_err(err)?;
+        for r in journal::for_server(&server.key) {
+            if r.what != INSTRUMENTS_WHAT {
+                continue;
+            }
+            match journal::holder_state(&r.holder) {
+                HolderState::Me => {}
+                HolderState::Alive => {
+                    return Err(crate::Error::bad_input(format!(
+                        "--enable-instruments: another spinscope holds them: {}; wait until it ends, or run without --enable-instruments",
+                        journal::describe(&r)
+                    )))
+                }
+                _ if journal::restarted_since(&r, &server) => journal::close(&r.id),
+                _ => {
+                    return Err(crate::Error::bad_input(format!(
+                        "--enable-instruments: {} and it was never set back; run `spinscope restore {}` first",
+                        journal::describe(&r),
+                        server.connect_hint
+                    )))
+                }
+            }
+        }
+        let got: Option<Option<i64>> = c
+            .query_first("SELECT GET_LOCK('spinscope:pfs_wait_synch', 0)")
+            .map_err(err)?;
+        if got.flatten() != Some(1) {
+            return Err(crate::Error::bad_input(
+                "--enable-instruments: another spinscope holds the lock spinscope:pfs_wait_synch on this server; wait until it ends",
+            ));
+        }
+        g.instruments = c
+            .query(
+                "SELECT NAME, ENABLED, TIMED FROM performance_schema.setup_instruments \
+                 WHERE NAME LIKE 'wait/synch/%' AND (ENABLED <> 'YES' OR TIMED <> 'YES')",
+            )
+            .map_err(err)?;
+        g.consumers = c
+            .query(
+                "SELECT NAME, ENABLED FROM performance_schema.setup_consumers \
+                 WHERE NAME = 'global_instrumentation' AND ENABLED <> 'YES'",
+            )
+            .map_err(err)?;
+        if g.instruments.is_empty() && g.consumers.is_empty() {
+            let _ = c.query_drop("DO RELEASE_LOCK('spinscope:pfs_wait_synch')");
+            g.attempted = true;
+            g.restored = true;
+            return Ok(g);
+        }
+        let original = scalar(c, STATE_SQL).map_err(err)?;
+        let total: Option<u64> = c
+            .query_first(
+                "SELECT COUNT(*) FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
+            )
+            .map_err(err)?;
+        let rec = journal::Record {
+            id: journal::new_id(),
+            server,
+            what: INSTRUMENTS_WHAT.into(),
+            original,
+            set_to: (total.unwrap_or(0) + 1_000_000).to_string(),
+            check_sql: STATE_SQL.into(),
+            restore_sql: restore_statements(&g.instruments, &g.consumers),
+            holder: journal::me(),
+            opened_unix_s: journal::now_unix(),
+        };
+        // Durable record first, then the change.
+        journal::open(&rec)?;
+        g.record = Some(rec);
+        let c = g.conn.as_mut().expect("guard connection");
         let r = c
             .query_drop(
                 "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
@@ -138,7 +273,7 @@ impl InstrumentGuard {
             Ok(()) => Ok(g),
             Err(e) => {
                 g.restore();
-                Err(e)
+                Err(err(e))
             }
         }
     }
@@ -148,49 +283,66 @@ impl InstrumentGuard {
         self.instruments.len() + self.consumers.len()
     }
 
-    /// Put the recorded state back. Prints the statements to run by hand if that fails.
+    fn run_restore(&mut self, stmts: &[String], expect: &str) -> std::result::Result<(), String> {
+        let mut last = String::new();
+        for attempt in 0..2 {
+            if self.conn.is_none() || attempt > 0 {
+                // The server may have dropped (KILLed) our connection: open a new one.
+                self.conn = connect_target(&self.target).ok();
+            }
+            let Some(c) = self.conn.as_mut() else {
+                last = "cannot reconnect".into();
+                continue;
+            };
+            let r = stmts
+                .iter()
+                .try_for_each(|s| c.query_drop(s))
+                .and_then(|_| scalar(c, STATE_SQL));
+            match r {
+                Ok(v) if crate::journal::same_value(&v, expect) => {
+                    let _ = c.query_drop("DO RELEASE_LOCK('spinscope:pfs_wait_synch')");
+                    return Ok(());
+                }
+                Ok(v) => return Err(format!("the state reads {v} after the restore, not {expect}")),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(last)
+    }
+
+    /// Put the recorded state back (once). Prints the statements to run by hand if that fails.
     pub fn restore(&mut self) -> bool {
-        if self.restored {
-            return true;
+        if self.attempted {
+            return self.restored;
         }
-        let Some(c) = self.conn.as_mut() else {
-            return false;
-        };
-        let mut ok = true;
-        let mut manual = Vec::new();
-        for (name, en, timed) in &self.instruments {
-            let r = c.exec_drop(
-                "UPDATE performance_schema.setup_instruments SET ENABLED = ?, TIMED = ? WHERE NAME = ?",
-                (en, timed, name),
-            );
-            if r.is_err() {
-                ok = false;
-                manual.push(format!(
-                    "UPDATE performance_schema.setup_instruments SET ENABLED='{en}', TIMED='{timed}' WHERE NAME='{name}';"
-                ));
+        self.attempted = true;
+        let stmts = restore_statements(&self.instruments, &self.consumers);
+        let expect = self
+            .record
+            .as_ref()
+            .map(|r| r.original.clone())
+            .unwrap_or_default();
+        match self.run_restore(&stmts, &expect) {
+            Ok(()) => {
+                if let Some(r) = self.record.take() {
+                    crate::journal::close(&r.id);
+                }
+                eprintln!(
+                    "spinscope: restored {} performance_schema setting(s) (read back)",
+                    self.changed()
+                );
+                self.restored = true;
+            }
+            Err(why) => {
+                eprintln!(
+                    "spinscope: could not restore {} performance_schema setting(s) ({why}); run `spinscope restore {}`, or:\n{}",
+                    self.changed(),
+                    self.target.flags_hint(),
+                    stmts.iter().map(|s| format!("{s};")).collect::<Vec<_>>().join("\n")
+                );
             }
         }
-        for (name, en) in &self.consumers {
-            let r = c.exec_drop(
-                "UPDATE performance_schema.setup_consumers SET ENABLED = ? WHERE NAME = ?",
-                (en, name),
-            );
-            if r.is_err() {
-                ok = false;
-                manual.push(format!(
-                    "UPDATE performance_schema.setup_consumers SET ENABLED='{en}' WHERE NAME='{name}';"
-                ));
-            }
-        }
-        if !ok {
-            eprintln!(
-                "spinscope: could not restore {} performance_schema setting(s); run:\n{}",
-                manual.len(),
-                manual.join("\n")
-            );
-        }
-        self.restored = ok;
-        ok
+        self.restored
     }
 }
 
@@ -245,8 +397,8 @@ pub fn burst_sample(
         if now.duration_since(start) >= window {
             break;
         }
-        if next > now {
-            std::thread::sleep(next - now);
+        if next > now && !crate::interrupt::sleep(next - now, stop) {
+            continue; // stopped: the top of the loop ends it
         }
         let t = start.elapsed();
         let q_start = Instant::now();
@@ -391,21 +543,8 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
             .count() as u64;
         let mut note = None;
         if o.enable_instruments && o.window_s > 0.0 {
-            match connect_target(t).and_then(|c| {
-                InstrumentGuard::enable(c).map_err(|e| {
-                    match refusal(
-                        &e,
-                        "enabling performance_schema instruments",
-                        "UPDATE on performance_schema.setup_instruments and setup_consumers",
-                    ) {
-                        Some(r) => crate::Error::runtime(format!(
-                            "{} needs {}: {}",
-                            r.what, r.privilege, r.message
-                        )),
-                        None => crate::Error::runtime(format!("enabling instruments: {e}")),
-                    }
-                })
-            }) {
+            match connect_target(t).and_then(|c| InstrumentGuard::enable(c, t)) {
+                Err(e @ crate::Error::BadInput(_)) => return Err(e),
                 Ok(g) => {
                     note = Some(format!(
                         "--enable-instruments changed {} instrument/consumer setting(s) for the window",
@@ -466,10 +605,21 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
     let burst =
         (o.window_s > 0.0).then(|| burst_sample(&mut conn, o.hz, o.window_s, stop, ctx.notes));
     // A failed sampler query that was not Ctrl-C: check whether the server is still there.
-    let lost_connection = burst
+    let mut lost_connection = burst
         .as_ref()
         .is_some_and(|b| b.interrupted && !stop.load(Ordering::Relaxed))
         && conn.ping().is_err();
+    if lost_connection {
+        // Our connection is gone; if a new one opens, the server is there: it dropped (KILLed)
+        // the sampler's session, so go on with the new one.
+        if let Ok(c) = connect_target(t) {
+            conn = c;
+            lost_connection = false;
+            ctx.notes.push(
+                "the server closed doctor's sampling connection during the window (a KILL?); sampling stopped there, the rest was read on a new connection".into(),
+            );
+        }
+    }
     let window_s = t0.elapsed().as_secs_f64();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
         if o.window_s > 0.0 {
@@ -497,6 +647,13 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
         if let Some(p) = pfs.as_mut() {
             p.restored = ok;
         }
+    }
+    if let Some(f) = crate::journal::last_findings() {
+        notes.extend(
+            crate::journal::warnings(&f)
+                .into_iter()
+                .map(|w| format!("change journal: {w}")),
+        );
     }
     Ok(Snapshot {
         schema: SNAPSHOT_SCHEMA.to_string(),

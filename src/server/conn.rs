@@ -123,23 +123,53 @@ impl Target {
         }
     }
 
+    /// Connection flags that reach this server again (for messages; no password).
+    pub fn flags_hint(&self) -> String {
+        match &self.socket {
+            Some(s) => format!("--socket {} -u {}", s.display(), self.user),
+            None => format!("-h {} -P {} -u {}", self.host, self.port, self.user),
+        }
+    }
+
+    /// `host:port` or the socket path.
+    pub fn endpoint(&self) -> String {
+        match &self.socket {
+            Some(s) => s.display().to_string(),
+            None => format!("{}:{}", self.host, self.port),
+        }
+    }
+
     /// True when the server runs on this host (socket or loopback address).
     pub fn is_local(&self) -> bool {
         self.socket.is_some() || matches!(self.host.as_str(), "localhost" | "127.0.0.1" | "::1")
     }
 }
 
-/// Hide the password of a URL for messages.
+/// A URL for messages: the whole userinfo (user and password) becomes `***`. Without an `@`,
+/// a non-numeric "port" may be a password typed without a host (`mysql://ceo:pw!`), so
+/// everything after the scheme is hidden then.
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &url[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let pass = if userinfo.contains(':') { ":***" } else { "" };
-            format!("{}{user}{pass}{}", &url[..s + 3], &url[at..])
-        }
-        _ => url.to_string(),
+    let Some(s) = url.find("://") else {
+        return if url.contains('@') || url.contains(':') {
+            "(not a mysql:// URL)".to_string()
+        } else {
+            url.to_string()
+        };
+    };
+    let (scheme, rest) = (&url[..s + 3], &url[s + 3..]);
+    if let Some(at) = rest.rfind('@') {
+        return format!("{scheme}***{}", &rest[at..]);
     }
+    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let auth = &rest[..auth_end];
+    if !auth.starts_with('[') {
+        if let Some(c) = auth.find(':') {
+            if !auth[c + 1..].chars().all(|ch| ch.is_ascii_digit()) {
+                return format!("{scheme}***");
+            }
+        }
+    }
+    url.to_string()
 }
 
 fn pct_decode(s: &str, what: &str) -> Result<String> {
@@ -207,13 +237,14 @@ pub fn parse_url(url: &str) -> Result<UrlParts> {
         .strip_prefix("mysql://")
         .or_else(|| url.strip_prefix("mariadb://"))
         .ok_or_else(|| bad("the scheme must be mysql:// or mariadb://"))?;
-    let (rest, query) = match rest.split_once('?') {
-        Some((a, q)) => (a, Some(q)),
-        None => (rest, None),
-    };
-    let (auth, hostpart) = match rest.rfind('@') {
+    // The userinfo first: a password may hold '?', '/' or ':' (the last '@' ends it).
+    let (auth, rest) = match rest.rfind('@') {
         Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
         None => (None, rest),
+    };
+    let (hostpart, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, Some(q)),
+        None => (rest, None),
     };
     let mut p = UrlParts::default();
     if let Some(auth) = auth {
@@ -257,7 +288,14 @@ pub fn parse_url(url: &str) -> Result<UrlParts> {
             port.parse::<u16>()
                 .ok()
                 .filter(|&v| v > 0)
-                .ok_or_else(|| bad(&format!("port {port:?} is not a number in 1..=65535")))?,
+                .ok_or_else(|| {
+                    if auth.is_none() && !port.chars().all(|c| c.is_ascii_digit()) {
+                        // Perhaps user:password without @host: never echo it.
+                        bad("what follows ':' is not a port number in 1..=65535 (user:password needs @host after it)")
+                    } else {
+                        bad(&format!("port {port:?} is not a number in 1..=65535"))
+                    }
+                })?,
         );
     }
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
@@ -544,18 +582,22 @@ fn strip_password(s: &str, t: &Target) -> String {
 
 /// Open a connection to a resolved target. PREFERRED falls back to a plain connection when
 /// the server offers no TLS.
+/// The first connection of a process also reads the change journal for this server and warns
+/// on stderr about anything a previous spinscope left changed (see `crate::journal`).
 pub fn connect_target(t: &Target) -> Result<mysql::Conn> {
     let want_tls = t.ssl_mode != SslMode::Disabled && t.socket.is_none();
-    match mysql::Conn::new(opts(t, want_tls)) {
-        Ok(c) => Ok(c),
+    let mut c = match mysql::Conn::new(opts(t, want_tls)) {
+        Ok(c) => c,
         Err(
             mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)
             | mysql::Error::TlsError(_),
         ) if t.ssl_mode == SslMode::Preferred => {
-            mysql::Conn::new(opts(t, false)).map_err(|e| explain(t, &e))
+            mysql::Conn::new(opts(t, false)).map_err(|e| explain(t, &e))?
         }
-        Err(e) => Err(explain(t, &e)),
-    }
+        Err(e) => return Err(explain(t, &e)),
+    };
+    crate::journal::check_on_connect(&mut c, &t.endpoint(), &t.flags_hint());
+    Ok(c)
 }
 
 /// Resolve the options (prompting for `-p`) and connect. Failures are one-line errors:
@@ -601,11 +643,29 @@ mod tests {
             "mysql://a:topsecret@h:99999/db",
             "mysql://a:topsecret@h:x/db",
             "mysql://a:topsecret@h/db?bogus=1",
+            "mysql://ceo:topsecret?Passw0rd@h:x/",
+            "mysql://ceo:topsecret!",
+            "mysql://ceo:topsecret",
+            "mysql://ceo:topsecret/x!",
+            "mysql:/ceo:topsecret@h",
         ] {
             let e = parse_url(u).unwrap_err().to_string();
-            assert!(!e.contains("topsecret"), "{e}");
+            assert!(!e.contains("topsecret") && !e.contains("ceo"), "{e}");
             assert!(matches!(parse_url(u), Err(Error::BadInput(_))));
         }
+    }
+
+    #[test]
+    fn a_question_mark_in_the_password_stays_in_the_password() {
+        let p = parse_url("mysql://ceo:S3cret?Passw0rd@host/").unwrap();
+        assert_eq!(p.password.as_deref(), Some("S3cret?Passw0rd"));
+        assert_eq!(p.host.as_deref(), Some("host"));
+        assert_eq!(
+            redact_url("mysql://ceo:S3cret?Passw0rd@host/"),
+            "mysql://***@host/"
+        );
+        assert_eq!(redact_url("mysql://ceo:pw!"), "mysql://***");
+        assert_eq!(redact_url("mysql://h:3306/db"), "mysql://h:3306/db");
     }
 
     #[test]

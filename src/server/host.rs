@@ -154,12 +154,7 @@ pub fn counters(pid: Option<u32>) -> (Option<CpuTicks>, Option<(u64, u64)>) {
 
 /// Read `--host-facts FILE`: a HostFacts JSON, or a snapshot whose `host` is used.
 pub fn load(path: &Path) -> Result<HostFacts> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::bad_input(format!(
-            "--host-facts {}: cannot read it ({e})",
-            path.display()
-        ))
-    })?;
+    let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, "--host-facts")?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         Error::bad_input(format!("--host-facts {}: not JSON ({e})", path.display()))
     })?;

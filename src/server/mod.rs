@@ -1,6 +1,7 @@
 //! MySQL protocol access: connection options (DSN, my.cnf, TLS), evidence collection from a
 //! live server, and snapshots (capture to a JSON file, replay offline).
 
+pub mod argv;
 pub mod collect;
 pub mod conn;
 pub mod host;

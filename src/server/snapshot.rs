@@ -145,12 +145,7 @@ impl Snapshot {
 
     /// Read a snapshot; anything unreadable or of another schema is bad input (exit 2).
     pub fn load(path: &Path) -> Result<Snapshot> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::bad_input(format!(
-                "--snapshot {}: cannot read it ({e})",
-                path.display()
-            ))
-        })?;
+        let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, "--snapshot")?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             Error::bad_input(format!(
                 "--snapshot {}: not JSON ({e}); give a file written by doctor --save-snapshot",

@@ -1,0 +1,513 @@
+//! The durable change journal: every change spinscope makes to a server (a `SET GLOBAL` of a
+//! sweep variant, doctor's performance_schema instruments) is written here and fsynced
+//! **before** the change, and removed only after the value was set back and read back equal.
+//! A `kill -9`, a lost terminal or a crash therefore leaves a record that the next spinscope
+//! command connecting to that server reports, and that `spinscope restore` replays.
+//!
+//! Records live in `$XDG_STATE_HOME/spinscope/journal/` (else `~/.local/state/spinscope/journal/`),
+//! one JSON file per change, mode 0600. A server is known by `@@server_uuid` (MySQL) or
+//! `@@hostname:@@port` (MariaDB has no server_uuid), and its start time (now - `Uptime`): a
+//! start time that moved means the server restarted and the change is gone with it.
+//!
+//! The live holder of a variable also holds the server-side named lock `spinscope:<variable>`
+//! (`GET_LOCK`), which other clients on any host see; see `load::guard`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use mysql::prelude::Queryable;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Seconds of disagreement between two start-time readings still taken as the same start.
+const RESTART_SLACK_S: i64 = 10;
+
+/// Which server a record belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerId {
+    /// How we reached it (`host:port` or the socket path), for messages.
+    pub endpoint: String,
+    /// `@@server_uuid`, or `@@hostname:@@port` where there is none.
+    pub key: String,
+    /// The server's start time, unix seconds (client clock minus `Uptime`).
+    pub started_unix_s: i64,
+    /// Connection flags that reach it again, for the restore hint.
+    pub connect_hint: String,
+}
+
+/// The process that made a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    pub pid: u32,
+    /// Start time of the process in clock ticks since boot (tells a reused pid apart).
+    pub pid_start: u64,
+    pub user: String,
+    pub client_host: String,
+    pub command: String,
+}
+
+/// One change to a server, open until it was set back and read back equal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: String,
+    pub server: ServerId,
+    /// What was changed: a global variable name, or a description.
+    pub what: String,
+    /// The value before the change, as the server reports it.
+    pub original: String,
+    /// The value spinscope set, as the server reported it after the change.
+    pub set_to: String,
+    /// A query returning one value: the current state, compared with `original` / `set_to`.
+    pub check_sql: String,
+    /// The statements that put the original back.
+    pub restore_sql: Vec<String>,
+    pub holder: Holder,
+    pub opened_unix_s: i64,
+}
+
+/// Where the journal lives; None when neither XDG_STATE_HOME nor HOME is set.
+pub fn dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?)
+            .join(".local/state"),
+    };
+    Some(base.join("spinscope").join("journal"))
+}
+
+fn journal_dir() -> Result<PathBuf> {
+    let d = dir().ok_or_else(|| {
+        Error::runtime(
+            "no place for the change journal: set HOME or XDG_STATE_HOME; spinscope changes nothing on a server without recording it first",
+        )
+    })?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&d)
+        .map_err(|e| {
+            Error::runtime(format!(
+                "cannot create the change journal {} ({e}); fix its permissions, or set XDG_STATE_HOME to a writable directory",
+                d.display()
+            ))
+        })?;
+    Ok(d)
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+pub fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Start time of a process in clock ticks since boot (`/proc/PID/stat` field 22).
+pub fn process_start(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn client_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+static COMMAND: Mutex<String> = Mutex::new(String::new());
+
+/// Name the running command for the records (`sweep run`, `doctor`), set once by main.
+pub fn set_command(cmd: &str) {
+    *COMMAND.lock().unwrap_or_else(|e| e.into_inner()) = cmd.to_string();
+}
+
+/// This process as a holder.
+pub fn me() -> Holder {
+    let pid = std::process::id();
+    Holder {
+        pid,
+        pid_start: process_start(pid).unwrap_or(0),
+        user: std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .unwrap_or_else(|_| format!("uid {}", unsafe { libc::getuid() })),
+        client_host: client_host(),
+        command: {
+            let c = COMMAND.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if c.is_empty() {
+                "spinscope".into()
+            } else {
+                format!("spinscope {c}")
+            }
+        },
+    }
+}
+
+/// Whether the process that made a change still runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HolderState {
+    /// This very process.
+    Me,
+    Alive,
+    Gone,
+    /// Made on another client host: its liveness is unknown here.
+    OtherHost,
+}
+
+pub fn holder_state(h: &Holder) -> HolderState {
+    if h.client_host != client_host() {
+        return HolderState::OtherHost;
+    }
+    if h.pid == std::process::id() && process_start(h.pid) == Some(h.pid_start) {
+        return HolderState::Me;
+    }
+    match process_start(h.pid) {
+        Some(s) if s == h.pid_start => HolderState::Alive,
+        _ => HolderState::Gone,
+    }
+}
+
+/// Read the identity of the server behind `conn`.
+pub fn identify(
+    conn: &mut mysql::Conn,
+    endpoint: &str,
+    connect_hint: &str,
+) -> mysql::Result<ServerId> {
+    let uuid: Option<Option<String>> = conn.query_first("SELECT @@server_uuid").ok();
+    let key = match uuid.flatten().filter(|u| !u.is_empty()) {
+        Some(u) => u,
+        None => {
+            let (h, p): (String, u32) = conn
+                .query_first("SELECT @@hostname, @@port")?
+                .unwrap_or_default();
+            format!("{h}:{p}")
+        }
+    };
+    let up: Option<(String, String)> = conn.query_first("SHOW GLOBAL STATUS LIKE 'Uptime'")?;
+    let uptime: i64 = up.and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    Ok(ServerId {
+        endpoint: endpoint.to_string(),
+        key,
+        started_unix_s: now_unix() - uptime,
+        connect_hint: connect_hint.to_string(),
+    })
+}
+
+/// The statements of changes this process made and has not yet put back (printed when a
+/// second Ctrl-C exits at once).
+static PENDING: Mutex<BTreeMap<String, (String, Vec<String>)>> = Mutex::new(BTreeMap::new());
+
+pub fn pending_statements() -> Vec<String> {
+    PENDING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .flat_map(|(_, v)| v.iter().cloned())
+        .collect()
+}
+
+fn record_path(d: &Path, id: &str) -> PathBuf {
+    d.join(format!("{id}.json"))
+}
+
+static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A new record id: time, pid, sequence.
+pub fn new_id() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{ns}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+/// Write a record durably (file fsynced, directory fsynced) before the change it describes.
+pub fn open(rec: &Record) -> Result<()> {
+    let d = journal_dir()?;
+    let text = serde_json::to_vec_pretty(rec)
+        .map_err(|e| Error::runtime(format!("serializing a journal record: {e}")))?;
+    crate::files::write_atomic_mode(&record_path(&d, &rec.id), &text, 0o600).map_err(|e| {
+        Error::runtime(format!(
+            "cannot write the change journal in {} ({e}); nothing was changed",
+            d.display()
+        ))
+    })?;
+    PENDING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(rec.id.clone(), (rec.what.clone(), rec.restore_sql.clone()));
+    Ok(())
+}
+
+/// Close a record: the change was undone and read back (or the server restarted).
+pub fn close(id: &str) {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    if let Some(d) = dir() {
+        let _ = std::fs::remove_file(record_path(&d, id));
+        if let Ok(f) = std::fs::File::open(&d) {
+            let _ = f.sync_all();
+        }
+    }
+}
+
+/// Every open record on this host (unreadable files are skipped).
+pub fn list() -> Vec<Record> {
+    let Some(d) = dir() else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(&d) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Record> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| {
+            let t = crate::files::read_capped(&e.path(), 16 << 20, "journal").ok()?;
+            serde_json::from_str(&t).ok()
+        })
+        .collect();
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}
+
+/// Open records of one server.
+pub fn for_server(key: &str) -> Vec<Record> {
+    list().into_iter().filter(|r| r.server.key == key).collect()
+}
+
+/// Whether the server restarted since the record was made.
+pub fn restarted_since(rec: &Record, now: &ServerId) -> bool {
+    (rec.server.started_unix_s - now.started_unix_s).abs() > RESTART_SLACK_S
+}
+
+/// Values compared as the server prints them: numbers numerically, words case-insensitively.
+pub fn same_value(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim().trim_matches('\''), b.trim().trim_matches('\''));
+    a.eq_ignore_ascii_case(b)
+        || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+}
+
+fn when(unix: i64) -> String {
+    let ago = now_unix() - unix;
+    if ago < 120 {
+        format!("{ago} s ago")
+    } else if ago < 7200 {
+        format!("{} min ago", ago / 60)
+    } else {
+        format!("{:.1} h ago", ago as f64 / 3600.0)
+    }
+}
+
+/// One line describing an open record for people.
+pub fn describe(r: &Record) -> String {
+    format!(
+        "{} on {} was changed from {} to {} by `{}` (pid {}, {}@{}) {}",
+        r.what,
+        r.server.endpoint,
+        r.original,
+        r.set_to,
+        r.holder.command,
+        r.holder.pid,
+        r.holder.user,
+        r.holder.client_host,
+        when(r.opened_unix_s)
+    )
+}
+
+/// What a connecting command learnt from the journal about its server.
+#[derive(Debug, Clone, Default)]
+pub struct Findings {
+    /// Records whose process is gone: the server is still changed.
+    pub left_changed: Vec<Record>,
+    /// Records closed because the server restarted since.
+    pub closed_by_restart: Vec<Record>,
+    /// Records of a live spinscope elsewhere.
+    pub live: Vec<Record>,
+}
+
+/// Sort the journal's records for `now` into left behind / closed by a restart / live, and
+/// close the ones a restart made moot.
+pub fn examine(now: &ServerId) -> Findings {
+    let mut f = Findings::default();
+    for r in for_server(&now.key) {
+        match holder_state(&r.holder) {
+            HolderState::Me => continue,
+            HolderState::Alive => {
+                f.live.push(r);
+                continue;
+            }
+            HolderState::Gone | HolderState::OtherHost => {}
+        }
+        if restarted_since(&r, now) {
+            close(&r.id);
+            f.closed_by_restart.push(r);
+        } else {
+            f.left_changed.push(r);
+        }
+    }
+    f
+}
+
+static CHECKED: Mutex<bool> = Mutex::new(false);
+static TARGET: Mutex<(String, String)> = Mutex::new((String::new(), String::new()));
+
+/// The endpoint and connection flags of the last server connected to (for records and hints).
+pub fn last_target() -> (String, String) {
+    TARGET.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+static LAST: Mutex<Option<Findings>> = Mutex::new(None);
+
+/// Turn the check at connect off (the `restore` command reports on its own).
+pub fn skip_connect_check() {
+    *CHECKED.lock().unwrap_or_else(|e| e.into_inner()) = true;
+}
+
+/// What the check at connect found (for doctor's report).
+pub fn last_findings() -> Option<Findings> {
+    LAST.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Messages for a command about to work on a server, one per record.
+pub fn warnings(f: &Findings) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in &f.left_changed {
+        out.push(format!(
+            "warning: {} and it was never set back; run `spinscope restore {}` (or SET GLOBAL by hand: {})",
+            describe(r),
+            r.server.connect_hint,
+            r.restore_sql.first().cloned().unwrap_or_default()
+        ));
+    }
+    for r in &f.closed_by_restart {
+        out.push(format!(
+            "the server restarted since {}; that change is gone, the journal record is closed",
+            describe(r)
+        ));
+    }
+    for r in &f.live {
+        out.push(format!(
+            "note: another spinscope is working on this server: {}",
+            describe(r)
+        ));
+    }
+    out
+}
+
+/// Run once per process on the first connection of a command: read the journal for this
+/// server and say on stderr, before anything else, what was left changed.
+pub fn check_on_connect(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &str) {
+    *TARGET.lock().unwrap_or_else(|e| e.into_inner()) =
+        (endpoint.to_string(), connect_hint.to_string());
+    {
+        let mut done = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
+        if *done {
+            return;
+        }
+        *done = true;
+    }
+    if list().is_empty() {
+        return;
+    }
+    let Ok(id) = identify(conn, endpoint, connect_hint) else {
+        return;
+    };
+    let f = examine(&id);
+    for w in warnings(&f) {
+        eprintln!("spinscope: {w}");
+    }
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+}
+
+/// The outcome of restoring one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restored {
+    /// Set back and read back equal; record closed.
+    Done,
+    /// Already at the original; record closed.
+    AlreadyBack,
+    /// The server restarted since; record closed.
+    Restarted,
+    /// Someone changed it since: left alone (current value given).
+    ChangedSince(String),
+    /// Its process still runs and restores it itself.
+    HolderAlive,
+    /// The statements failed or the value did not read back equal.
+    Failed(String),
+}
+
+fn read_scalar(conn: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
+    let v: Option<mysql::Value> = conn.query_first(sql)?;
+    Ok(match v {
+        Some(mysql::Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Some(mysql::Value::NULL) | None => String::new(),
+        Some(other) => other.as_sql(true).trim_matches('\'').to_string(),
+    })
+}
+
+/// Put one record back on the server behind `conn` (whose identity is `now`): only where the
+/// current value is still the one spinscope set, unless `force`.
+pub fn restore_record(
+    conn: &mut mysql::Conn,
+    now: &ServerId,
+    r: &Record,
+    force: bool,
+) -> Restored {
+    if restarted_since(r, now) {
+        close(&r.id);
+        return Restored::Restarted;
+    }
+    if matches!(holder_state(&r.holder), HolderState::Alive) && !force {
+        return Restored::HolderAlive;
+    }
+    let current = match read_scalar(conn, &r.check_sql) {
+        Ok(v) => v,
+        Err(e) => return Restored::Failed(crate::load::describe_error(&e).1),
+    };
+    if same_value(&current, &r.original) {
+        close(&r.id);
+        return Restored::AlreadyBack;
+    }
+    if !same_value(&current, &r.set_to) && !force {
+        return Restored::ChangedSince(current);
+    }
+    for sql in &r.restore_sql {
+        if let Err(e) = conn.query_drop(sql) {
+            return Restored::Failed(format!("{sql}: {}", crate::load::describe_error(&e).1));
+        }
+    }
+    match read_scalar(conn, &r.check_sql) {
+        Ok(v) if same_value(&v, &r.original) => {
+            close(&r.id);
+            Restored::Done
+        }
+        Ok(v) => Restored::Failed(format!("reads {v} after the restore, not {}", r.original)),
+        Err(e) => Restored::Failed(crate::load::describe_error(&e).1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_compare_like_the_server_prints_them() {
+        assert!(same_value("6000", "6000.0"));
+        assert!(same_value("'ON'", "on"));
+        assert!(!same_value("6", "60"));
+    }
+
+    #[test]
+    fn own_process_is_me_and_a_dead_pid_is_gone() {
+        let mut h = me();
+        assert_eq!(holder_state(&h), HolderState::Me);
+        h.pid_start += 1; // a reused pid: another process with our number
+        assert_eq!(holder_state(&h), HolderState::Gone);
+        h.client_host = "elsewhere.invalid".into();
+        assert_eq!(holder_state(&h), HolderState::OtherHost);
+    }
+}
