@@ -93,10 +93,7 @@ fn new_temp(dir: &Path, target: &Path, mode: u32) -> std::io::Result<(File, Path
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let tmp = dir.join(format!(
-            ".{base}.{}.{nanos:x}{i}.tmp",
-            std::process::id()
-        ));
+        let tmp = dir.join(format!(".{base}.{}.{nanos:x}{i}.tmp", std::process::id()));
         match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -169,7 +166,11 @@ mod tests {
     fn capped_read_refuses_endless_input() {
         let e = read_capped(Path::new("/dev/zero"), 1 << 20, "--snapshot").unwrap_err();
         assert!(matches!(e, Error::BadInput(_)));
-        assert!(e.to_string().contains("--snapshot /dev/zero: larger than 1 MiB"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("--snapshot /dev/zero: larger than 1 MiB"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -177,7 +178,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         assert!(check_output(&d.path().join("a.html"), "--html").is_ok());
         let e = check_output(Path::new("/nonexistent-dir/x.html"), "--html").unwrap_err();
-        assert!(e.to_string().starts_with("--html /nonexistent-dir/x.html"), "{e}");
+        assert!(
+            e.to_string().starts_with("--html /nonexistent-dir/x.html"),
+            "{e}"
+        );
         assert!(check_output(d.path(), "--html").is_err());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
     }

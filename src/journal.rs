@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// Seconds of disagreement between two start-time readings still taken as the same start.
-const RESTART_SLACK_S: i64 = 10;
+/// Seconds of disagreement between two start-time readings still taken as the same start
+/// (both are whole seconds of two clocks read at different moments).
+const RESTART_SLACK_S: i64 = 3;
 
 /// Which server a record belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +72,9 @@ pub struct Record {
 pub fn dir() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(x) => PathBuf::from(x),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?)
-            .join(".local/state"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state")
+        }
     };
     Some(base.join("spinscope").join("journal"))
 }
@@ -451,12 +453,7 @@ fn read_scalar(conn: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
 
 /// Put one record back on the server behind `conn` (whose identity is `now`): only where the
 /// current value is still the one spinscope set, unless `force`.
-pub fn restore_record(
-    conn: &mut mysql::Conn,
-    now: &ServerId,
-    r: &Record,
-    force: bool,
-) -> Restored {
+pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force: bool) -> Restored {
     if restarted_since(r, now) {
         close(&r.id);
         return Restored::Restarted;

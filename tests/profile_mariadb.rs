@@ -27,12 +27,13 @@ impl Drop for Load {
 
 #[test]
 fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
-    if let Err(why) = mariadb::available() {
-        eprintln!("\n!!! SKIPPING profile_mariadb: {why} !!!\n");
+    if mariadb::skip_reason("profile_mariadb", mariadb::available().err()).is_some() {
         return;
     }
-    if mariadb::which("perf").is_none() {
-        eprintln!("\n!!! SKIPPING profile_mariadb: perf is not installed (apt-get install linux-perf) !!!\n");
+    let no_perf = mariadb::which("perf")
+        .is_none()
+        .then(|| "perf is not installed (apt-get install linux-perf)".to_string());
+    if mariadb::skip_reason("profile_mariadb", no_perf).is_some() {
         return;
     }
     let db = MariaDb::start(&[

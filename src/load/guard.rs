@@ -372,7 +372,11 @@ impl SettingsGuard {
                 value: plain(&actual),
             });
         }
-        let names: Vec<&str> = variant.settings.iter().map(|s| s.variable.as_str()).collect();
+        let names: Vec<&str> = variant
+            .settings
+            .iter()
+            .map(|s| s.variable.as_str())
+            .collect();
         if !names.is_empty() {
             self.catch_side_effects(&names.join(", "))?;
         }

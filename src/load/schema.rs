@@ -165,7 +165,9 @@ pub fn verify_for_run(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
     check_schema_name(schema)?;
     let mut st = inspect(conn, schema)?;
     let again = |t: u32, s: u64| {
-        format!("run `spinscope sweep prepare --schema {schema} --tables {t} --table-size {s}` again")
+        format!(
+            "run `spinscope sweep prepare --schema {schema} --tables {t} --table-size {s}` again"
+        )
     };
     if st.system {
         return Err(system_refusal(schema));

@@ -92,11 +92,25 @@ mod tests {
             "spinscope doctor -pxxxxxx -u root "
         );
         assert_eq!(
-            scrubbed(&["s", "--password=pw", "--password", "pw2", "-p", "pw3", "-P", "3306"]),
+            scrubbed(&[
+                "s",
+                "--password=pw",
+                "--password",
+                "pw2",
+                "-p",
+                "pw3",
+                "-P",
+                "3306"
+            ]),
             "s --password=xx --password xxx -p xxx -P 3306 "
         );
         assert_eq!(
-            scrubbed(&["s", "--url", "mysql://ceo:S3c?r@t@h:1/db", "--url=mysql://u:pw@h"]),
+            scrubbed(&[
+                "s",
+                "--url",
+                "mysql://ceo:S3c?r@t@h:1/db",
+                "--url=mysql://u:pw@h"
+            ]),
             "s --url mysql://ceo:xxxxxxx@h:1/db --url=mysql://u:xx@h "
         );
         // -p alone (prompt) followed by a flag, and a URL without a password, stay.

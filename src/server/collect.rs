@@ -181,10 +181,9 @@ impl InstrumentGuard {
             "enabling performance_schema instruments",
             "UPDATE on performance_schema.setup_instruments and setup_consumers",
         ) {
-            Some(r) => crate::Error::runtime(format!(
-                "{} needs {}: {}",
-                r.what, r.privilege, r.message
-            )),
+            Some(r) => {
+                crate::Error::runtime(format!("{} needs {}: {}", r.what, r.privilege, r.message))
+            }
             None => crate::Error::runtime(format!("enabling instruments: {e}")),
         };
         let c = g.conn.as_mut().expect("guard connection");
@@ -303,7 +302,11 @@ impl InstrumentGuard {
                     let _ = c.query_drop("DO RELEASE_LOCK('spinscope:pfs_wait_synch')");
                     return Ok(());
                 }
-                Ok(v) => return Err(format!("the state reads {v} after the restore, not {expect}")),
+                Ok(v) => {
+                    return Err(format!(
+                        "the state reads {v} after the restore, not {expect}"
+                    ))
+                }
                 Err(e) => last = e.to_string(),
             }
         }

@@ -34,11 +34,23 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
+/// The dependency check of a server test: `Some(reason)` means skip; under CI (the env var
+/// `CI` set) a missing dependency fails the test instead of skipping it.
+pub fn skip_reason(test: &str, why: Option<String>) -> Option<String> {
+    let why = why?;
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why} (CI is set: server tests must not be skipped)");
+    }
+    eprintln!("\n!!! SKIPPING {test}: {why} !!!\n");
+    Some(why)
+}
+
 pub struct MariaDb {
     dir: tempfile::TempDir,
     child: Option<Child>,
     pub port: u16,
     pub socket: PathBuf,
+    extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -87,20 +99,29 @@ impl MariaDb {
         );
         let port = free_port();
         let socket = dir.path().join("mysqld.sock");
+        let mut db = MariaDb {
+            dir,
+            child: None,
+            port,
+            socket,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        db.spawn_and_wait();
+        db
+    }
+
+    fn spawn_and_wait(&mut self) {
+        let (dir, port, socket, extra) = (self.dir.path(), self.port, &self.socket, &self.extra);
+        let data = dir.join("data");
+        let tmp = dir.join("tmp");
         let child = Command::new(MARIADBD)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--port={port}"))
-            .arg(format!(
-                "--pid-file={}",
-                dir.path().join("mysqld.pid").display()
-            ))
-            .arg(format!(
-                "--log-error={}",
-                dir.path().join("error.log").display()
-            ))
+            .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
+            .arg(format!("--log-error={}", dir.join("error.log").display()))
             .args([
                 "--bind-address=127.0.0.1",
                 "--user=root",
@@ -112,12 +133,8 @@ impl MariaDb {
             .stderr(Stdio::null())
             .spawn()
             .expect("starting mariadbd");
-        let mut db = MariaDb {
-            dir,
-            child: Some(child),
-            port,
-            socket,
-        };
+        self.child = Some(child);
+        let db = self;
         let t0 = Instant::now();
         loop {
             if db.try_sql("SELECT 1").is_ok() {
@@ -135,7 +152,12 @@ impl MariaDb {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        db
+    }
+
+    /// Stop the server and start it again on the same datadir, port and socket.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn_and_wait();
     }
 
     pub fn pid(&self) -> u32 {

@@ -1,0 +1,515 @@
+//! Integration: what spinscope changes on a server always has a way back, it writes only where
+//! it owns, and no password is readable. Each test starts its own throwaway MariaDB (own
+//! datadir, socket, port) and its own change journal (XDG_STATE_HOME in the server's temp dir).
+//!
+//! - kill -9 of `sweep run` mid-variant: the next command warns (variable, original), sweep
+//!   refuses the variable, a person's later change makes `restore` refuse without --force;
+//!   SIGHUP mid-variant restores like SIGINT; a second sweep on a variable in use refuses
+//!   (also from "another host", through the server-side lock); a side-effect variable is
+//!   restored, after a normal end and after kill -9; a restart closes the record.
+//! - kill -9 of `doctor --enable-instruments` (performance_schema on), its cmdline holds no
+//!   password, and `restore` brings the instruments back.
+//! - ownership: system schemas and user schemas refused, intact; run on a foreign or
+//!   half-prepared schema refused before any change; a bad output path fails before load.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::mariadb::{self, MariaDb};
+
+fn start(extra: &[&str]) -> Option<MariaDb> {
+    if mariadb::skip_reason("safety_mariadb", mariadb::available().err()).is_some() {
+        return None;
+    }
+    Some(MariaDb::start(extra))
+}
+
+fn state(db: &MariaDb) -> PathBuf {
+    db.dir().join("state")
+}
+
+/// spinscope with the server's socket as root, the journal in `journal_home`.
+fn cmd(db: &MariaDb, journal_home: &std::path::Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.args(args)
+        .args(["--socket", db.socket.to_str().unwrap(), "-u", "root"])
+        .arg("--no-defaults")
+        .env_remove("MYSQL_PWD")
+        .env("XDG_STATE_HOME", journal_home);
+    c
+}
+
+fn out(mut c: impl std::borrow::BorrowMut<Command>) -> (Option<i32>, String, String) {
+    let o: Output = c.borrow_mut().output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn var(db: &MariaDb, name: &str) -> String {
+    db.sql(&format!("SELECT @@GLOBAL.{name}"))
+        .trim()
+        .to_string()
+}
+
+fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped yet.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+}
+
+/// A long one-thread sweep with one variant, in the background.
+fn long_sweep(db: &MariaDb, home: &std::path::Path, variant: &str) -> Child {
+    cmd(db, home, &["sweep", "run"])
+        .args(["--threads", "1", "--warmup", "0", "--duration", "60"])
+        .args(["--report-interval", "0", "--workload", "point-select"])
+        .args(["--variant", variant])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn prepare(db: &MariaDb) {
+    let (code, _, err) = out(cmd(db, &state(db), &["sweep", "prepare"]).args([
+        "--tables",
+        "1",
+        "--table-size",
+        "200",
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
+    let Some(mut db) = start(&[]) else { return };
+    let started = Instant::now();
+    prepare(&db);
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
+    let home = state(&db);
+
+    // kill -9 mid-variant.
+    let mut a = long_sweep(&db, &home, "slow:innodb_spin_wait_delay=6000");
+    wait_for("variant applied", 30, || {
+        var(&db, "innodb_spin_wait_delay") == "6000"
+    });
+    signal(&a, libc::SIGKILL);
+    let _ = a.wait();
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "6000");
+
+    // The next connecting command warns first, with the variable and the original value.
+    let (code, _, err) = out(cmd(
+        &db,
+        &home,
+        &["sweep", "cleanup", "--schema", "nothing_here"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("warning: innodb_spin_wait_delay") && first.contains("from 7 to 6000"),
+        "{err}"
+    );
+    assert!(first.contains("spinscope restore --socket"), "{err}");
+    // `restore --list` shows it without connecting.
+    let (code, list, _) = out(cmd(&db, &home, &["restore", "--list"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        list.contains("innodb_spin_wait_delay") && list.contains("its process is gone"),
+        "{list}"
+    );
+    // A sweep refuses the journaled variable instead of adopting 6000 as the original.
+    let (code, _, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
+        "--threads",
+        "1",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--variant",
+        "d4:innodb_spin_wait_delay=4",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("was left changed") && err.contains("spinscope restore"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "6000");
+
+    // A person changes it after the kill: restore refuses without --force, then --force.
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 50");
+    let (code, _, err) = out(cmd(&db, &home, &["restore"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("is 50 now, not the 6000 spinscope set"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "50");
+    let (code, _, err) = out(cmd(&db, &home, &["restore", "--force"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("restored innodb_spin_wait_delay = 7 (read back)"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
+
+    // Two sweeps on one variable: the second refuses, naming the holder; also from a client
+    // whose journal does not see the first (another host): the server-side lock does.
+    let mut a = long_sweep(&db, &home, "slow:innodb_spin_wait_delay=6000");
+    wait_for("variant applied", 30, || {
+        var(&db, "innodb_spin_wait_delay") == "6000"
+    });
+    let (code, _, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
+        "--threads",
+        "1",
+        "--duration",
+        "0.3",
+        "--variant",
+        "d100:innodb_spin_wait_delay=100",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("being changed by another spinscope")
+            && err.contains(&format!("pid {}", a.id())),
+        "{err}"
+    );
+    let elsewhere = db.dir().join("other-host-state");
+    let (code, _, err) = out(cmd(&db, &elsewhere, &["sweep", "run"]).args([
+        "--threads",
+        "1",
+        "--duration",
+        "0.3",
+        "--variant",
+        "d100:innodb_spin_wait_delay=100",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("holds the lock spinscope:innodb_spin_wait_delay"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "6000");
+
+    // SIGHUP (a dropped SSH session) mid-variant restores like SIGINT and exits 130.
+    signal(&a, libc::SIGHUP);
+    let t0 = Instant::now();
+    let status = a.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    let mut err = String::new();
+    std::io::Read::read_to_string(a.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("restored innodb_spin_wait_delay = 7 (read back)"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
+    let (_, list, _) = out(cmd(&db, &home, &["restore", "--list"]));
+    assert!(list.contains("no open change records"), "{list}");
+
+    // Side effect: innodb_io_capacity above innodb_io_capacity_max moves the max too.
+    let max_before = var(&db, "innodb_io_capacity_max");
+    let cap_before = var(&db, "innodb_io_capacity");
+    let big = (max_before.parse::<u64>().unwrap() + 3000).to_string();
+    let (code, _, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
+        "--threads",
+        "1",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--report-interval",
+        "0",
+        "--variant",
+        &format!("io:innodb_io_capacity={big}"),
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("the server moved innodb_io_capacity_max"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_io_capacity_max"), max_before, "{err}");
+    assert_eq!(var(&db, "innodb_io_capacity"), cap_before, "{err}");
+    // ... and after a kill -9, restore puts both back.
+    let mut a = long_sweep(&db, &home, &format!("io:innodb_io_capacity={big}"));
+    wait_for("side effect journaled", 30, || {
+        std::fs::read_dir(home.join("spinscope/journal"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                    .count()
+                    >= 2
+            })
+            .unwrap_or(false)
+    });
+    signal(&a, libc::SIGKILL);
+    let _ = a.wait();
+    assert_ne!(var(&db, "innodb_io_capacity_max"), max_before);
+    let (code, _, err) = out(cmd(&db, &home, &["restore"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(var(&db, "innodb_io_capacity_max"), max_before, "{err}");
+    assert_eq!(var(&db, "innodb_io_capacity"), cap_before, "{err}");
+
+    // kill -9, then a server restart: the next command closes the record and says so.
+    let mut a = long_sweep(&db, &home, "slow:innodb_spin_wait_delay=6000");
+    wait_for("variant applied", 30, || {
+        var(&db, "innodb_spin_wait_delay") == "6000"
+    });
+    signal(&a, libc::SIGKILL);
+    let _ = a.wait();
+    // A restart tells itself by a start time more than a few seconds later.
+    std::thread::sleep(Duration::from_secs(6).saturating_sub(started.elapsed()));
+    db.restart();
+    let (code, _, err) = out(cmd(
+        &db,
+        &home,
+        &["sweep", "cleanup", "--schema", "nothing_here"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("the server restarted since"), "{err}");
+    let (_, list, _) = out(cmd(&db, &home, &["restore", "--list"]));
+    assert!(list.contains("no open change records"), "{list}");
+}
+
+#[test]
+fn killed_doctor_leaves_instruments_that_restore_brings_back_and_no_password_in_cmdline() {
+    let Some(db) = start(&["--performance-schema=ON"]) else {
+        return;
+    };
+    let home = state(&db);
+    db.sql("CREATE USER mon@localhost IDENTIFIED BY 'Pw4Doctor9'");
+    db.sql("GRANT ALL ON *.* TO mon@localhost");
+    let count = |db: &MariaDb| {
+        db.sql("SELECT COUNT(*) FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%' AND ENABLED='YES' AND TIMED='YES'")
+            .trim()
+            .to_string()
+    };
+    let before = count(&db);
+    let total = db
+        .sql("SELECT COUNT(*) FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'")
+        .trim()
+        .to_string();
+    assert_ne!(before, total, "the test needs instruments that are off");
+    let url = format!(
+        "mysql://mon:Pw4Doctor9@localhost/?socket={}",
+        db.socket.display()
+    );
+    let mut doc = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "doctor",
+            "--no-defaults",
+            "--window",
+            "60",
+            "--enable-instruments",
+            "--url",
+            &url,
+        ])
+        .env("XDG_STATE_HOME", &home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("instruments enabled", 30, || count(&db) == total);
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", doc.id())).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    assert!(cmdline.contains("mysql://mon:"), "{cmdline}");
+    assert!(!cmdline.contains("Pw4Doctor9"), "{cmdline}");
+    signal(&doc, libc::SIGKILL);
+    let _ = doc.wait();
+    let mut err = String::new();
+    std::io::Read::read_to_string(doc.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains("Using a password on the command line interface can be insecure"),
+        "{err}"
+    );
+    assert_eq!(count(&db), total, "kill -9 leaves them on");
+
+    // The next doctor warns, reports it, and refuses to enable them again.
+    let (code, report, err) = out(cmd(&db, &home, &["doctor", "--window", "0"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: performance_schema wait/synch instruments"),
+        "{err}"
+    );
+    assert!(report.contains("change journal"), "{report}");
+    let (code, _, err) = out(cmd(
+        &db,
+        &home,
+        &["doctor", "--window", "1", "--enable-instruments"],
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = out(cmd(&db, &home, &["restore"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("restored performance_schema wait/synch instruments"),
+        "{err}"
+    );
+    assert_eq!(count(&db), before);
+}
+
+#[test]
+fn never_writes_where_it_does_not_own() {
+    let Some(db) = start(&[]) else { return };
+    let home = state(&db);
+    db.sql("CREATE DATABASE appdb");
+    db.sql("CREATE TABLE appdb.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))");
+    db.sql("CREATE TABLE appdb.users (id INT PRIMARY KEY)");
+    db.sql("INSERT INTO appdb.sbtest1 VALUES (1, 1, 'mine', 'mine')");
+    let users_before = db.sql("SELECT COUNT(*) FROM mysql.global_priv");
+    for schema in ["mysql", "sys", "performance_schema", "appdb", "MySQL"] {
+        for args in [
+            vec![
+                "sweep",
+                "prepare",
+                "--schema",
+                schema,
+                "--force",
+                "--tables",
+                "1",
+                "--table-size",
+                "10",
+            ],
+            vec!["sweep", "cleanup", "--schema", schema],
+            vec!["sweep", "cleanup", "--schema", schema, "--force"],
+        ] {
+            let (code, _, err) = out(cmd(&db, &home, &args));
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(!err.contains("dropped"), "{args:?}: {err}");
+        }
+    }
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM mysql.global_priv"),
+        users_before
+    );
+    assert_eq!(db.sql("SELECT c FROM appdb.sbtest1").trim(), "mine");
+
+    // run on a foreign schema: refused before any change.
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
+    let run = |schema: &str| {
+        out(cmd(&db, &home, &["sweep", "run"]).args([
+            "--schema",
+            schema,
+            "--workload",
+            "write-only",
+            "--threads",
+            "1",
+            "--duration",
+            "0.3",
+            "--variant",
+            "d9:innodb_spin_wait_delay=9",
+        ]))
+    };
+    let (code, _, err) = run("appdb");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("did not create this schema"), "{err}");
+    assert!(!err.contains("changing"), "{err}");
+    assert_eq!(db.sql("SELECT c FROM appdb.sbtest1").trim(), "mine");
+
+    // A half-prepared schema (rows missing, or prepare unfinished) is refused with the fix.
+    let (code, _, err) = out(cmd(&db, &home, &["sweep", "prepare"]).args([
+        "--schema",
+        "scratch",
+        "--tables",
+        "2",
+        "--table-size",
+        "300",
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+    db.sql("DELETE FROM scratch.sbtest2 WHERE id > 100");
+    let (code, _, err) = run("scratch");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("sbtest2 holds 100 rows, prepare promised 300"),
+        "{err}"
+    );
+    assert!(
+        err.contains("sweep prepare --schema scratch --tables 2 --table-size 300"),
+        "{err}"
+    );
+    db.sql("UPDATE scratch.spinscope_manifest SET complete = 0");
+    let (code, _, err) = run("scratch");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("prepare did not finish"), "{err}");
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
+
+    // A bad output path fails before any load or change.
+    let (code, _, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
+        "--schema",
+        "scratch",
+        "--html",
+        "/nonexistent-dir/report.html",
+        "--variant",
+        "d9:innodb_spin_wait_delay=9",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--html /nonexistent-dir/report.html"), "{err}");
+    assert!(!err.contains("changing"), "{err}");
+
+    // cleanup drops spinscope's tables; a table a user added keeps the schema.
+    db.sql("CREATE TABLE scratch.notes (id INT)");
+    let (code, _, err) = out(cmd(
+        &db,
+        &home,
+        &["sweep", "cleanup", "--schema", "scratch"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("kept the schema"), "{err}");
+    assert_eq!(db.sql("SHOW TABLES FROM scratch").trim(), "notes");
+}
+
+#[test]
+fn inputs_and_urls_fail_cleanly_without_a_server() {
+    let bin = || Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    let o = bin()
+        .args(["doctor", "--snapshot", "/dev/zero"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--snapshot /dev/zero: larger than"), "{err}");
+    let t0 = Instant::now();
+    let o = bin()
+        .args(["doctor", "--window", "1", "--hz", "1e-9"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    for (url, secrets) in [
+        (
+            "mysql://ceo:S3cret?Passw0rd@host:x/",
+            &["S3cret", "Passw0rd"][..],
+        ),
+        ("mysql://ceo:pw!", &["pw!"][..]),
+    ] {
+        let o = bin()
+            .args([
+                "doctor",
+                "--no-defaults",
+                "--connect-timeout",
+                "1",
+                "--url",
+                url,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{url}: {err}");
+        for s in secrets {
+            assert!(!err.contains(s), "{url}: {err}");
+        }
+    }
+}
