@@ -25,7 +25,8 @@ fn table_names_the_server_the_baseline_and_the_ratio() {
         .success()
         .stdout(predicate::str::contains("MySQL 8.0.40"))
         .stdout(predicate::str::contains("504.0 us"))
-        .stdout(predicate::str::contains("12.3x longer"));
+        .stdout(predicate::str::contains("CPU ratio 12.3x"))
+        .stdout(predicate::str::contains("design ratio 12.3x"));
 }
 
 #[test]
@@ -99,7 +100,151 @@ fn target_that_no_setting_reaches_is_said() {
         "0.5",
     ])
     .success()
-    .stdout(predicate::str::contains("no legal setting"));
+    .stdout(predicate::str::contains(
+        "unreachable: no legal combination of innodb_spin_wait_delay, innodb_sync_spin_loops",
+    ));
+    // The closest legal combination is the smallest spin there is: one round of d=1.
+    let r = json(&[
+        "--server",
+        "10.11.19-MariaDB",
+        "--cpu",
+        "zen4",
+        "--target-us",
+        "0.5",
+    ]);
+    let rec = r.advice.unwrap().recommendation;
+    assert!(!rec.reachable);
+    assert_eq!(
+        (rec.settings.spin_wait_delay, rec.settings.sync_spin_loops),
+        (1, 1)
+    );
+}
+
+/// Issue 11: only the delay was searched, so these were called unreachable.
+#[test]
+fn every_knob_is_searched_and_default_is_offered() {
+    // MariaDB 10.11 at 6000 on a 24.6 ns PAUSE, matching the defaults' design budget.
+    let r = json(&[
+        "--server",
+        "10.11.19-MariaDB",
+        "--spin-wait-delay",
+        "6000",
+        "--cpu",
+        "zen4",
+        "--match",
+        "baseline",
+    ]);
+    let rec = r.advice.unwrap().recommendation;
+    assert!(rec.reachable, "{}", rec.explanation);
+    assert_eq!(
+        rec.set_global[0],
+        "SET GLOBAL innodb_spin_wait_delay = DEFAULT;"
+    );
+    assert!(rec.set_global[1].starts_with("SET GLOBAL innodb_sync_spin_loops = "));
+    assert_eq!(
+        rec.current_vs_default,
+        vec!["innodb_spin_wait_delay 6000 is 1500x the default 4".to_string()]
+    );
+    assert!(rec.set_global.iter().all(|s| s.starts_with("SET GLOBAL")));
+    assert!(rec
+        .option_file
+        .iter()
+        .all(|l| !l.contains("SET") && l.contains(" = ")));
+    // The help example: Percona 5.7 at 50 us.
+    let r = json(&[
+        "--server",
+        "5.7.26-29-log",
+        "--flavor",
+        "percona",
+        "--cpu",
+        "zen4",
+        "--target-us",
+        "50",
+    ]);
+    let rec = r.advice.unwrap().recommendation;
+    assert!(rec.reachable, "{}", rec.explanation);
+    assert_eq!(rec.changes.len(), 1, "{rec:?}");
+    // Defaults that meet the target are put back with DEFAULT.
+    spin(&[
+        "--server",
+        "8.0.36",
+        "--pause-multiplier",
+        "5",
+        "--cpu",
+        "broadwell",
+        "--match",
+        "baseline",
+    ])
+    .success()
+    .stdout(predicate::str::contains(
+        "SET GLOBAL innodb_spin_wait_pause_multiplier = DEFAULT;",
+    ))
+    .stdout(predicate::str::contains(
+        "innodb_spin_wait_pause_multiplier 5 is 1/10.0 the default 50",
+    ));
+}
+
+/// One meaning per ratio: the design ratio and the CPU ratio are both stated and labelled.
+#[test]
+fn design_ratio_and_cpu_ratio_are_labelled() {
+    let out = spin(&[
+        "--server",
+        "10.11.19-MariaDB",
+        "--spin-wait-delay",
+        "6000",
+        "--cpu",
+        "zen4",
+    ])
+    .success();
+    let s = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(s.contains("design ratio 4062x"), "{s}");
+    assert!(s.contains("CPU ratio 2.7x"), "{s}");
+    let r = json(&[
+        "--server",
+        "10.11.19-MariaDB",
+        "--spin-wait-delay",
+        "6000",
+        "--cpu",
+        "zen4",
+    ]);
+    let d = r.vs_design.ratio.unwrap();
+    assert!((d - 4062.0).abs() < 1.0, "{d}");
+    assert!((r.comparison.ratio.unwrap() - 2.706).abs() < 0.01);
+    // Pricing the defaults says so.
+    spin(&["--server", "8.0.36", "--cpu", "zen4"])
+        .success()
+        .stdout(predicate::str::contains(
+            "these are the defaults of MySQL 8.0.36, not a live server's settings",
+        ));
+}
+
+/// `spin --snapshot` prices the settings and the CPU recorded by doctor.
+#[test]
+fn snapshot_settings_are_priced() {
+    let f = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/snapshots/mariadb1011_delay6000.json"
+    );
+    let r = json(&["--snapshot", f]);
+    assert_eq!(r.settings.spin_wait_delay, 6000);
+    assert!(
+        r.settings_source.starts_with("snapshot "),
+        "{}",
+        r.settings_source
+    );
+    assert_eq!(
+        r.settings_given,
+        vec!["innodb_spin_wait_delay", "innodb_sync_spin_loops"]
+    );
+    assert!(r.vs_design.ratio.unwrap() > 1000.0);
+    // Connection flags without --from-server are refused.
+    let out = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["spin", "--server", "8.0.36", "-u", "root", "--cpu", "zen4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("need --from-server"));
 }
 
 #[test]

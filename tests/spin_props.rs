@@ -35,7 +35,7 @@ proptest! {
         let l = info.loops.min + l % (info.loops.max - info.loops.min + 1);
         let m = info.multiplier.map(|s| s.min + m % (s.max - s.min + 1));
         let s = resolve_settings(&info, Some(d), Some(l), m).unwrap();
-        let cpu = CpuModel { label: "p".into(), arch: if arm { Arch::Aarch64 } else { Arch::X86_64 }, ns_per_hint: ns, tsc_ticks_per_hint: ticks, ghz: None, approximate: false };
+        let cpu = CpuModel { label: "p".into(), arch: if arm { Arch::Aarch64 } else { Arch::X86_64 }, ns_per_hint: ns, tsc_ticks_per_hint: ticks, ghz: None, approximate: false, noise_pct: 0.0 };
         let rs = readings(&info, &s, &cpu);
         prop_assert!(!rs.is_empty());
         for r in &rs {

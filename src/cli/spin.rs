@@ -2,13 +2,14 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{ArgAction, Args};
 
 use crate::error::{Error, Result, EXIT_OK};
+use crate::server::conn::ConnArgs;
 use crate::spin::cpus;
 use crate::spin::doc::{self, Target};
-use crate::spin::model::{family_for, resolve_settings, Arch, CpuModel};
-use crate::spin::version::{parse_version, Flavor};
+use crate::spin::model::{family_for, resolve_settings, settings_from_vars, Arch, CpuModel};
+use crate::spin::version::{parse_version, server_version, Flavor};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -16,18 +17,42 @@ Examples:
   spinscope spin --server 8.0.36 --cpu skylake-sp --match baseline
   spinscope spin --server 10.11.19-MariaDB --spin-wait-delay 30 --pause-ns 24.6
   spinscope spin --server 5.7.26-29-log --flavor percona --probe other-host.json --target-us 50
+  spinscope spin --from-server -S /run/mysqld/mysqld.sock -u root --match baseline
+  spinscope spin --snapshot db1.json                   # settings and CPU from doctor's snapshot
 
 The longest spin is L rounds at the maximum hints per round: the time one acquisition attempt
-can burn before the thread sleeps in the OS. The baseline is a Broadwell-class CPU (10 cycles
-per PAUSE), the hardware the InnoDB defaults were tuned on.";
+can burn before the thread sleeps in the OS. Two ratios, labelled:
+  design ratio  the current settings on this CPU against the budget the version's defaults
+                were designed for (the defaults on a Broadwell-class CPU, 10 cycles per PAUSE);
+  CPU ratio     the same settings here against the same settings on --baseline (the CPU's
+                effect alone).
+Without --from-server, --snapshot or setting flags, the version's defaults are priced.
+Advice searches every legal knob (delay, loops, multiplier), prefers the fewest changed
+variables, DEFAULT where the default meets the target, and allows for the measured CPU
+figure's run-to-run noise (docs/REFERENCE.md §1, §8).";
 
 #[derive(Debug, Args)]
-#[command(after_long_help = AFTER_HELP)]
+#[command(after_long_help = AFTER_HELP, disable_help_flag = true)]
 pub struct SpinArgs {
     /// Server version as SELECT VERSION() prints it, e.g. 8.0.36, 10.11.19-MariaDB-0+deb12u1.
-    /// Required except with `--cpu list`.
-    #[arg(long, value_name = "VERSION", required_unless_present = "cpu")]
+    /// Required except with `--cpu list`, --from-server or --snapshot.
+    #[arg(
+        long,
+        value_name = "VERSION",
+        required_unless_present_any = ["cpu", "from_server", "snapshot"],
+        conflicts_with_all = ["from_server", "snapshot"]
+    )]
     pub server: Option<String>,
+    /// Read the version and the spin settings from a live server (connection flags below);
+    /// setting flags given as well override what it reports.
+    #[arg(long, conflicts_with = "snapshot")]
+    pub from_server: bool,
+    /// Read the version, the spin settings and (when it has them) the host CPU from a doctor
+    /// snapshot (`doctor --save-snapshot FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
     /// Server flavor; inferred from the version string when absent.
     #[arg(long, value_enum)]
     pub flavor: Option<Flavor>,
@@ -80,6 +105,67 @@ pub struct SpinArgs {
     /// Print the spinscope.spin/1 JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+fn cpu_flag_given(a: &SpinArgs) -> bool {
+    a.cpu.is_some() || a.pause_ns.is_some() || a.pause_cycles.is_some() || a.probe.is_some()
+}
+
+fn conn_flag_given(c: &ConnArgs) -> bool {
+    c.url.is_some()
+        || c.host.is_some()
+        || c.port.is_some()
+        || c.socket.is_some()
+        || c.user.is_some()
+        || c.password.is_some()
+        || c.defaults_file.is_some()
+}
+
+/// Where the version and the settings come from.
+struct Source {
+    version: String,
+    comment: Option<String>,
+    vars: std::collections::BTreeMap<String, String>,
+    label: String,
+    /// The CPU recorded with the settings (a snapshot's host facts), when known.
+    cpu: Option<CpuModel>,
+    /// A live server not on this machine: this CPU is not its CPU.
+    remote: bool,
+}
+
+fn source(a: &SpinArgs) -> Result<Option<Source>> {
+    if let Some(p) = &a.snapshot {
+        let snap = crate::server::snapshot::Snapshot::load(p)?;
+        return Ok(Some(Source {
+            cpu: crate::doctor::facts::host_cpu(&snap),
+            label: format!("snapshot {} ({})", p.display(), snap.target),
+            version: snap.version,
+            comment: snap.version_comment,
+            vars: snap.variables,
+            remote: false,
+        }));
+    }
+    if a.from_server {
+        let t = crate::server::conn::resolve(&a.conn)?;
+        let live = crate::server::live_settings::read(&t)?;
+        return Ok(Some(Source {
+            label: format!("live server {}", live.target),
+            version: live.version,
+            comment: live.version_comment,
+            vars: live.variables,
+            cpu: None,
+            remote: !live.local,
+        }));
+    }
+    if conn_flag_given(&a.conn) {
+        return Err(Error::bad_input(
+            "connection flags (-h, -P, -S, -u, -p, --url) need --from-server; add it to read a live server's settings",
+        ));
+    }
+    Ok(None)
 }
 
 fn check_float(flag: &str, v: f64, lo: f64, hi: f64) -> Result<f64> {
@@ -105,6 +191,7 @@ fn resolve_cpu(a: &SpinArgs) -> Result<CpuModel> {
             tsc_ticks_per_hint: None,
             ghz: None,
             approximate: false,
+            noise_pct: 0.0,
         });
     }
     if let (Some(cy), Some(ghz)) = (a.pause_cycles, a.ghz) {
@@ -118,6 +205,7 @@ fn resolve_cpu(a: &SpinArgs) -> Result<CpuModel> {
             tsc_ticks_per_hint: Some(cy),
             ghz: Some(ghz),
             approximate: false,
+            noise_pct: 0.0,
         });
     }
     if let Some(path) = &a.probe {
@@ -167,20 +255,45 @@ pub fn run(a: SpinArgs) -> Result<i32> {
         }
         return Ok(EXIT_OK);
     }
-    let Some(version) = a.server.as_deref() else {
-        return Err(Error::bad_input(
-            "--server VERSION is required (only `--cpu list` works without it); e.g. --server 8.0.36",
-        ));
+    let src = source(&a)?;
+    let server = match (&src, a.server.as_deref()) {
+        (Some(s), _) => server_version(&s.version, s.comment.as_deref(), a.flavor)?,
+        (None, Some(v)) => parse_version(v, a.flavor)?,
+        (None, None) => {
+            return Err(Error::bad_input(
+                "--server VERSION is required (or --from-server, --snapshot FILE; only `--cpu list` works without); e.g. --server 8.0.36",
+            ))
+        }
     };
-    let server = parse_version(version, a.flavor)?;
     let info = family_for(&server);
+    let mut notes = Vec::new();
+    let (mut settings_source, mut given, read) = match &src {
+        Some(s) => {
+            let (read, names, bad) =
+                settings_from_vars(&info, |n| s.vars.get(n).map(String::as_str));
+            if let Some(b) = bad.first() {
+                return Err(Error::bad_input(format!(
+                    "{}: {b}; give the value with the matching flag (e.g. --spin-wait-delay)",
+                    s.label
+                )));
+            }
+            (s.label.clone(), names, Some(read))
+        }
+        None => (format!("defaults of {}", info.server), Vec::new(), None),
+    };
     let settings = resolve_settings(
         &info,
-        a.spin_wait_delay,
-        a.sync_spin_loops,
-        a.pause_multiplier,
+        a.spin_wait_delay.or(read.map(|r| r.spin_wait_delay)),
+        a.sync_spin_loops.or(read.map(|r| r.sync_spin_loops)),
+        a.pause_multiplier.or(read.and_then(|r| r.pause_multiplier)),
     )?;
-    let mut given = Vec::new();
+    if src.is_none()
+        && (a.spin_wait_delay.is_some()
+            || a.sync_spin_loops.is_some()
+            || a.pause_multiplier.is_some())
+    {
+        settings_source = "command line (other variables: the version's defaults)".into();
+    }
     if a.spin_wait_delay.is_some() {
         given.push(info.delay.name.to_string());
     }
@@ -210,8 +323,31 @@ pub fn run(a: SpinArgs) -> Result<i32> {
         ))),
         (None, None) => None,
     };
-    let cpu = resolve_cpu(&a)?;
-    let report = doc::build(&server, settings, given, cpu, baseline, target);
+    let cpu = match src.as_ref().and_then(|s| s.cpu.clone()) {
+        Some(c) if !cpu_flag_given(&a) => c,
+        _ => {
+            if src.as_ref().is_some_and(|s| s.remote) && !cpu_flag_given(&a) {
+                notes.push(
+                    "the server is not on this machine, but this machine's CPU was priced: pass \
+                     --probe FILE (a probe saved on the server's host) or --cpu NAME"
+                        .to_string(),
+                );
+            }
+            resolve_cpu(&a)?
+        }
+    };
+    given.sort();
+    given.dedup();
+    let mut report = doc::build(
+        &server,
+        settings,
+        given,
+        settings_source,
+        cpu,
+        baseline,
+        target,
+    );
+    report.notes.extend(notes);
     if a.json {
         crate::report::print_json(&report)?;
     } else {

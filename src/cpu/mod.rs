@@ -540,6 +540,16 @@ pub fn parse_probe(text: &str) -> std::result::Result<ProbeReport, String> {
 }
 
 /// The spin model's view of a probe.
+/// The noise interval of a probe's figure (idle series), see `spin::model::probe_noise_pct`.
+pub fn noise_pct(r: &ProbeReport) -> f64 {
+    crate::spin::model::probe_noise_pct(
+        r.measurements
+            .iter()
+            .filter(|m| m.smt_sibling_busy.is_none())
+            .map(|m| m.ns_per_hint.iqr_pct),
+    )
+}
+
 pub fn cpu_model(r: &ProbeReport, label: &str) -> CpuModel {
     let arch = if r.host.arch == "aarch64" {
         Arch::Aarch64
@@ -568,6 +578,7 @@ pub fn cpu_model(r: &ProbeReport, label: &str) -> CpuModel {
         }),
         ghz: ghz.filter(|g| g.is_finite() && *g > 0.0),
         approximate: false,
+        noise_pct: noise_pct(r),
     }
 }
 

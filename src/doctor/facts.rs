@@ -55,7 +55,17 @@ fn deltas(s: &Snapshot) -> Vec<WaitDelta> {
     out
 }
 
-fn host_cpu(s: &Snapshot) -> Option<CpuModel> {
+/// "measured here (quick probe)" for a local source, "measured: FILE" for a file.
+fn measured_label(source: &str) -> String {
+    match source {
+        "local (quick probe)" => "quick probe of the server's host".to_string(),
+        "local" => "probe of the server's host".to_string(),
+        other => format!("measured: {other}"),
+    }
+}
+
+/// The CPU the spin model prices for a snapshot's host facts, when known.
+pub fn host_cpu(s: &Snapshot) -> Option<CpuModel> {
     let h = s.host.as_ref()?;
     let arch = match h.arch.as_str() {
         "aarch64" => Arch::Aarch64,
@@ -73,12 +83,16 @@ fn host_cpu(s: &Snapshot) -> Option<CpuModel> {
     let reference = crate::spin::cpus::identify(&ident);
     match (h.ns_per_hint, reference) {
         (Some(ns), r) => Some(CpuModel {
-            label: format!("measured on {}", h.source),
+            label: measured_label(&h.source),
             arch,
             ns_per_hint: ns,
             tsc_ticks_per_hint: h.tsc_ticks_per_hint,
             ghz: r.map(|r| r.typical_ghz),
             approximate: false,
+            noise_pct: h
+                .ns_per_hint_noise_pct
+                .unwrap_or(crate::spin::model::PROBE_NOISE_FLOOR_PCT)
+                .max(crate::spin::model::PROBE_NOISE_FLOOR_PCT),
         }),
         (None, Some(r)) => Some(CpuModel::from_reference(r)),
         (None, None) => None,

@@ -72,6 +72,9 @@ pub fn render(doc: &SpinReport) -> String {
         );
     }
     let _ = writeln!(o, "{line}");
+    if !doc.settings_source.is_empty() {
+        let _ = writeln!(o, "Source   {}", doc.settings_source);
+    }
     let c = &doc.this.cpu;
     let _ = writeln!(
         o,
@@ -83,10 +86,31 @@ pub fn render(doc: &SpinReport) -> String {
             .unwrap_or_default(),
         if c.approximate { " [indicative]" } else { "" }
     );
+    if c.noise_pct > 0.0 {
+        let _ = writeln!(
+            o,
+            "         measured: +-{:.0}% from run to run ({} - {})",
+            c.noise_pct,
+            fmt_ns(c.ns_per_hint * (1.0 - c.noise_pct / 100.0)),
+            fmt_ns(c.ns_per_hint * (1.0 + c.noise_pct / 100.0))
+        );
+    }
     let _ = writeln!(o);
     o.push_str(&readings_table(&doc.this.readings));
     let _ = writeln!(o);
     let _ = writeln!(o);
+    let v = &doc.vs_design;
+    let _ = writeln!(o, "Design   {}.", v.in_words);
+    if let (Some(lo), Some(hi)) = (v.ratio_low, v.ratio_high) {
+        if hi > lo {
+            let _ = writeln!(
+                o,
+                "         within the CPU figure's noise: {} - {}",
+                crate::spin::doc::fmt_ratio(lo),
+                crate::spin::doc::fmt_ratio(hi)
+            );
+        }
+    }
     let b = &doc.comparison.baseline;
     let first_b = b.readings.first();
     let _ = writeln!(
@@ -110,6 +134,9 @@ pub fn render(doc: &SpinReport) -> String {
         let r = &a.recommendation;
         let _ = writeln!(o);
         let _ = writeln!(o, "Target   {}", a.target_description);
+        for n in &r.current_vs_default {
+            let _ = writeln!(o, "Current  {n}");
+        }
         let _ = writeln!(o, "Advice   {}", r.explanation);
         if r.set_global.is_empty() {
             let _ = writeln!(o, "         (no change needed)");
@@ -117,10 +144,13 @@ pub fn render(doc: &SpinReport) -> String {
             for st in &r.set_global {
                 let _ = writeln!(o, "         {st}");
             }
-        }
-        let _ = writeln!(o, "my.cnf:");
-        for l in r.my_cnf.lines() {
-            let _ = writeln!(o, "         {l}");
+            let _ = writeln!(
+                o,
+                "Option file ([mysqld] section, to keep it across restarts):"
+            );
+            for l in &r.option_file {
+                let _ = writeln!(o, "         {l}");
+            }
         }
     }
     if !doc.notes.is_empty() {

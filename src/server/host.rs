@@ -99,6 +99,7 @@ pub fn from_probe(r: &crate::cpu::ProbeReport, source: &str) -> HostFacts {
         cache_line_bytes: r.cache_line_bytes,
         ns_per_hint: Some(r.summary.ns_per_hint),
         tsc_ticks_per_hint: (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint),
+        ns_per_hint_noise_pct: Some(crate::cpu::noise_pct(r)),
         ..Default::default()
     }
 }
@@ -112,6 +113,7 @@ pub fn local_with_probe() -> HostFacts {
             h.source = "local (quick probe)".to_string();
             h.ns_per_hint = Some(r.summary.ns_per_hint);
             h.tsc_ticks_per_hint = (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint);
+            h.ns_per_hint_noise_pct = Some(crate::cpu::noise_pct(&r));
         }
         Err(e) => eprintln!("spinscope: spin hint not measured ({e}); using the reference table"),
     }

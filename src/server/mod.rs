@@ -5,5 +5,6 @@ pub mod argv;
 pub mod collect;
 pub mod conn;
 pub mod host;
+pub mod live_settings;
 pub mod parse;
 pub mod snapshot;

@@ -84,6 +84,13 @@ pub struct CpuTicks {
     pub steal: u64,
 }
 
+/// CPU time of the server process (all its threads), from /proc/PID/stat, in USER_HZ ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProcCpu {
+    pub utime: u64,
+    pub stime: u64,
+}
+
 /// Host facts: static ones, plus counters around the window when the server is local.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostFacts {
@@ -103,6 +110,10 @@ pub struct HostFacts {
     /// Measured ns per spin hint (from a probe), when known.
     pub ns_per_hint: Option<f64>,
     pub tsc_ticks_per_hint: Option<f64>,
+    /// Half-width of the measured figure's noise interval, percent (see
+    /// `spin::model::probe_noise_pct`); absent in older snapshots.
+    #[serde(default)]
+    pub ns_per_hint_noise_pct: Option<f64>,
     pub server_pid: Option<u32>,
     pub server_comm: Option<String>,
     pub cpu_before: Option<CpuTicks>,
@@ -110,6 +121,14 @@ pub struct HostFacts {
     /// (voluntary, nonvoluntary) context switches of the server process.
     pub server_ctxt_before: Option<(u64, u64)>,
     pub server_ctxt_after: Option<(u64, u64)>,
+    /// The server process's own user/system CPU at the start and end of the window.
+    #[serde(default)]
+    pub server_cpu_before: Option<ProcCpu>,
+    #[serde(default)]
+    pub server_cpu_after: Option<ProcCpu>,
+    /// Clock ticks per second of the /proc counters (USER_HZ), when read.
+    #[serde(default)]
+    pub clock_ticks_per_s: Option<u64>,
 }
 
 /// Everything doctor collected.

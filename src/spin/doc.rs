@@ -23,13 +23,84 @@ pub struct Side {
     pub readings: Vec<Reading>,
 }
 
+/// The CPU ratio: the same settings on another CPU (the CPU's effect alone).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub baseline: Side,
-    /// Longest spin here / longest spin on the baseline (first readings); None if the
-    /// baseline does not spin at all.
+    /// Longest spin here / longest spin of the same settings on the baseline (first readings);
+    /// None if the baseline does not spin at all.
     pub ratio: Option<f64>,
     pub in_words: String,
+}
+
+/// The design ratio: the current settings on this CPU against the budget the version's
+/// defaults were designed for (the defaults on a Broadwell-class CPU, 10 cycles per PAUSE).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesignComparison {
+    /// The CPU the defaults were designed on.
+    pub design_cpu: String,
+    /// Longest spin of the version's defaults on that CPU.
+    pub design_max_spin_ns: f64,
+    /// Longest spin of the current settings here.
+    pub here_max_spin_ns: f64,
+    /// here / design; None when the defaults do not spin.
+    pub ratio: Option<f64>,
+    /// The ratio over the CPU figure's noise interval.
+    pub ratio_low: Option<f64>,
+    pub ratio_high: Option<f64>,
+    pub in_words: String,
+}
+
+/// The design comparison of `settings` on `cpu`.
+pub fn vs_design(
+    info: &super::model::FamilyInfo,
+    settings: &Settings,
+    cpu: &CpuModel,
+) -> DesignComparison {
+    let design_cpu = CpuModel::from_reference(super::cpus::baseline());
+    let design = max_spin_ns(info, &default_settings(info), &design_cpu);
+    let here = max_spin_ns(info, settings, cpu);
+    let w = cpu.noise_pct.clamp(0.0, 50.0) / 100.0;
+    let ratio = (design > 0.0).then(|| here / design);
+    let in_words = match ratio {
+        None => format!("the defaults of {} do not spin", info.server),
+        Some(r) => format!(
+            "design ratio {}: these settings spin up to {} here, against the {} the defaults of {} \
+             spin on {} (the budget they were designed for)",
+            fmt_ratio(r),
+            crate::report::fmt_ns(here),
+            crate::report::fmt_ns(design),
+            info.server,
+            design_cpu.label
+        ),
+    };
+    DesignComparison {
+        design_cpu: design_cpu.label,
+        design_max_spin_ns: design,
+        here_max_spin_ns: here,
+        ratio,
+        ratio_low: ratio.map(|r| r * (1.0 - w)),
+        ratio_high: ratio.map(|r| r * (1.0 + w)),
+        in_words,
+    }
+}
+
+/// "4450x", "2.7x", "0.5x".
+pub fn fmt_ratio(r: f64) -> String {
+    format!("{}x", fmt_factor(r))
+}
+
+/// A factor with as many digits as it needs: 4062, 12.3, 2.7, 0.25.
+pub fn fmt_factor(r: f64) -> String {
+    if !r.is_finite() {
+        "-".into()
+    } else if r >= 100.0 {
+        format!("{r:.0}")
+    } else if r >= 1.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,7 +118,14 @@ pub struct SpinReport {
     pub settings: Settings,
     /// Variables the user gave; the rest are the version's defaults.
     pub settings_given: Vec<String>,
+    /// Where the settings came from: the version's defaults, the command line, a live server
+    /// or a doctor snapshot.
+    #[serde(default)]
+    pub settings_source: String,
     pub this: Side,
+    /// Current settings here against the defaults' design budget.
+    pub vs_design: DesignComparison,
+    /// The same settings on the baseline CPU.
     pub comparison: Comparison,
     pub advice: Option<Advice>,
     pub notes: Vec<String>,
@@ -56,11 +134,18 @@ pub struct SpinReport {
 /// Words for a ratio of spin times.
 pub fn ratio_in_words(ratio: Option<f64>, baseline_label: &str) -> String {
     match ratio {
-        None => format!("the baseline ({baseline_label}) does not spin with these settings"),
-        Some(0.0) => "these settings do not spin at all".to_string(),
-        Some(r) if (0.9..=1.1).contains(&r) => format!("about the same spin time as on the baseline ({baseline_label})"),
-        Some(r) if r > 1.0 => format!("{r:.1}x longer than on the baseline ({baseline_label}) these settings were designed for"),
-        Some(r) => format!("{:.1}x shorter than on the baseline ({baseline_label})", 1.0 / r),
+        None => format!("CPU ratio: the baseline ({baseline_label}) does not spin with these settings"),
+        Some(0.0) => "CPU ratio: these settings do not spin at all".to_string(),
+        Some(r) if (0.9..=1.1).contains(&r) => {
+            format!("CPU ratio {r:.1}x: about the same spin time as the same settings on {baseline_label}")
+        }
+        Some(r) if r > 1.0 => {
+            format!("CPU ratio {r:.1}x: the same settings spin {r:.1}x longer here than on {baseline_label}")
+        }
+        Some(r) => format!(
+            "CPU ratio {r:.2}x: the same settings spin {:.1}x shorter here than on {baseline_label}",
+            1.0 / r
+        ),
     }
 }
 
@@ -69,6 +154,7 @@ pub fn build(
     server: &ServerVersion,
     settings: Settings,
     settings_given: Vec<String>,
+    settings_source: String,
     cpu: CpuModel,
     baseline: CpuModel,
     target: Option<Target>,
@@ -94,6 +180,7 @@ pub fn build(
         None
     };
     let in_words = ratio_in_words(ratio, &base_side.cpu.label);
+    let design = vs_design(&info, &settings, &this.cpu);
 
     let advice = target.map(|t| {
         let (target_ns, target_description) = match &t {
@@ -121,6 +208,19 @@ pub fn build(
     });
 
     let mut notes: Vec<String> = info.notes.iter().map(|s| s.to_string()).collect();
+    if settings_given.is_empty() && settings_source.starts_with("defaults") {
+        notes.push(format!(
+            "these are the defaults of {}, not a live server's settings: pass --from-server \
+             (with connection flags) or --snapshot FILE to price what a server runs",
+            info.server
+        ));
+    }
+    if this.cpu.noise_pct > 0.0 {
+        notes.push(format!(
+            "{} is measured: it moves about +-{:.0}% from run to run, so ratios and advice use that interval",
+            this.cpu.label, this.cpu.noise_pct
+        ));
+    }
     if advice.is_some() && this.readings.len() > 1 {
         notes.push(format!(
             "the advice uses the first reading ({})",
@@ -146,7 +246,9 @@ pub fn build(
         formula: info.formula.into(),
         settings,
         settings_given,
+        settings_source,
         this,
+        vs_design: design,
         comparison: Comparison {
             baseline: base_side,
             ratio,

@@ -108,7 +108,7 @@ pub fn family_for(v: &ServerVersion) -> FamilyInfo {
                     multiplier: None,
                     k_range_uncertain: false,
                     k_inclusive: false,
-                    notes: vec!["this version has no innodb_spin_wait_pause_multiplier: tune with innodb_spin_wait_delay"],
+                    notes: vec!["this version has no innodb_spin_wait_pause_multiplier: tune with innodb_spin_wait_delay and innodb_sync_spin_loops"],
                 }
             }
         }
@@ -211,6 +211,38 @@ pub fn resolve_settings(
     })
 }
 
+/// Settings from a server's variables (live or from a snapshot): each legal value found, the
+/// default for a variable the server does not report. Returns the settings, the names of the
+/// variables read, and one line per value that is not a legal number for this version.
+pub fn settings_from_vars<'a>(
+    info: &FamilyInfo,
+    get: impl Fn(&str) -> Option<&'a str>,
+) -> (Settings, Vec<String>, Vec<String>) {
+    let (mut read, mut bad) = (Vec::new(), Vec::new());
+    let mut one = |spec: VarSpec| match get(spec.name) {
+        None => spec.default,
+        Some(raw) => match raw.trim().parse::<u64>() {
+            Ok(v) if (spec.min..=spec.max).contains(&v) => {
+                read.push(spec.name.to_string());
+                v
+            }
+            _ => {
+                bad.push(format!(
+                    "{} = {raw:?} is not a legal value on {} ({}..={})",
+                    spec.name, info.server, spec.min, spec.max
+                ));
+                spec.default
+            }
+        },
+    };
+    let s = Settings {
+        spin_wait_delay: one(info.delay),
+        sync_spin_loops: one(info.loops),
+        pause_multiplier: info.multiplier.map(&mut one),
+    };
+    (s, read, bad)
+}
+
 /// Defaults of a version.
 pub fn default_settings(info: &FamilyInfo) -> Settings {
     Settings {
@@ -241,6 +273,28 @@ pub struct CpuModel {
     pub ghz: Option<f64>,
     /// True when ns_per_hint is only indicative (a reference-table figure marked approximate).
     pub approximate: bool,
+    /// Half-width of the interval around `ns_per_hint`, percent: how far the figure moves from
+    /// run to run. 0 for figures given or taken from the reference table; at least
+    /// [`PROBE_NOISE_FLOOR_PCT`] for measured ones. Advice and severities use the interval.
+    #[serde(default)]
+    pub noise_pct: f64,
+}
+
+/// Run-to-run movement of a measured ns per hint on a virtual machine, percent: the quick
+/// probe's medians ranged 23.8-27.2 ns per PAUSE over repeated runs on a 2-vCPU KVM guest
+/// (+-6.7% around 25.5 ns; 30 recorded runs of the full probe: 24.5-26.3), while one run's
+/// batches spread only 2-5% (IQR); docs/PERFORMANCE.md "probe: run time and repeatability",
+/// docs/REFERENCE.md §8. 8% covers the widest movement seen with a margin.
+pub const PROBE_NOISE_FLOOR_PCT: f64 = 8.0;
+
+/// The interval half-width of a measured figure from its batches' IQRs (percent of the median,
+/// one per measured CPU): half the widest IQR, never below [`PROBE_NOISE_FLOOR_PCT`].
+pub fn probe_noise_pct(iqr_pcts: impl IntoIterator<Item = f64>) -> f64 {
+    iqr_pcts
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .map(|x| x / 2.0)
+        .fold(PROBE_NOISE_FLOOR_PCT, f64::max)
 }
 
 impl CpuModel {
@@ -261,6 +315,7 @@ impl CpuModel {
             },
             ghz: Some(c.typical_ghz),
             approximate: c.approximate,
+            noise_pct: 0.0,
         }
     }
 }
@@ -397,6 +452,38 @@ pub fn readings(info: &FamilyInfo, s: &Settings, cpu: &CpuModel) -> Vec<Reading>
     }
 }
 
+/// Nanoseconds one hint of this family takes on `cpu` (a bare loop iteration, about one
+/// cycle, where the server executes no hint instruction).
+pub fn ns_per_spin_hint(info: &FamilyInfo, cpu: &CpuModel) -> f64 {
+    match hint_for(info.family, cpu.arch) {
+        Hint::None => 1.0 / cpu.ghz.unwrap_or(2.5),
+        _ => cpu.ns_per_hint,
+    }
+}
+
+/// Hints of the longest spin of one acquisition attempt (L rounds at the maximum hints per
+/// round) under the first reading, without building the readings: the advisor calls this
+/// millions of times. Equal to `readings(..)[0].max_spin_hints`.
+pub fn max_spin_hints(info: &FamilyInfo, s: &Settings, cpu: &CpuModel) -> f64 {
+    max_spin_hints_with(info, s, first_mariadb_multiplier(cpu))
+}
+
+/// MariaDB's M in the first reading on `cpu`.
+pub fn first_mariadb_multiplier(cpu: &CpuModel) -> u64 {
+    mariadb_multipliers(cpu).first().map_or(200, |m| m.0)
+}
+
+/// [`max_spin_hints`] with MariaDB's M given (ignored by the MySQL families).
+pub fn max_spin_hints_with(info: &FamilyInfo, s: &Settings, big_m: u64) -> f64 {
+    let d = s.spin_wait_delay as f64;
+    let per_round = match info.family {
+        Family::MysqlFixed50 => s.spin_wait_delay.saturating_sub(1) as f64 * 50.0,
+        Family::MysqlMultiplier => d * s.pause_multiplier.unwrap_or(50) as f64,
+        Family::Mariadb103 | Family::Mariadb106 => d * big_m as f64 / 4.0,
+    };
+    per_round * s.sync_spin_loops as f64
+}
+
 /// MariaDB's startup rule (mysys/my_cpu.c): M = 100 if a PAUSE takes more than 30 TSC ticks,
 /// else 200; 200 off x86. Unknown ticks give both readings.
 pub fn mariadb_multipliers(cpu: &CpuModel) -> Vec<(u64, String)> {
@@ -453,6 +540,7 @@ mod tests {
             tsc_ticks_per_hint: ticks,
             ghz: Some(2.5),
             approximate: false,
+            noise_pct: 0.0,
         }
     }
 

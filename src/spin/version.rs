@@ -110,6 +110,23 @@ pub fn parse_version(input: &str, flavor: Option<Flavor>) -> Result<ServerVersio
     Ok(v)
 }
 
+/// The version of a server from `VERSION()` and `@@version_comment`: a comment naming Percona
+/// Server marks a Percona build whose version string looks like MySQL's. `flavor` overrides.
+pub fn server_version(
+    version: &str,
+    comment: Option<&str>,
+    flavor: Option<Flavor>,
+) -> Result<ServerVersion> {
+    let mut v = parse_version(version, flavor)?;
+    if flavor.is_none()
+        && v.flavor == Flavor::Mysql
+        && comment.is_some_and(|c| c.contains("Percona"))
+    {
+        v.flavor = Flavor::Percona;
+    }
+    Ok(v)
+}
+
 /// Percona builds append `-<build number>` (e.g. `5.7.26-29`, `8.0.36-28`).
 fn percona_build_suffix(suffix: &str) -> bool {
     let Some(rest) = suffix.strip_prefix('-') else {

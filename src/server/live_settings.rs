@@ -1,0 +1,56 @@
+//! The spin settings a live server runs with, for `spin --from-server`: version, version
+//! comment and the innodb spin variables, read with plain SELECTs (any user may run them).
+
+use std::collections::BTreeMap;
+
+use mysql::prelude::Queryable;
+
+use super::conn::{connect_target, Target};
+use crate::error::{Error, Result};
+
+/// What `spin` needs from a server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveSettings {
+    pub target: String,
+    pub local: bool,
+    pub version: String,
+    pub version_comment: Option<String>,
+    /// innodb_spin_wait_delay, innodb_sync_spin_loops, innodb_spin_wait_pause_multiplier
+    /// where the server has them.
+    pub variables: BTreeMap<String, String>,
+}
+
+pub fn read(t: &Target) -> Result<LiveSettings> {
+    let mut c = connect_target(t)?;
+    let q = |e: mysql::Error| {
+        Error::runtime(format!(
+            "reading the spin settings of {}: {e}",
+            t.describe()
+        ))
+    };
+    let (version, comment): (String, Option<String>) = c
+        .query_first("SELECT VERSION(), @@version_comment")
+        .map_err(q)?
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "{}: SELECT VERSION() returned nothing",
+                t.describe()
+            ))
+        })?;
+    let rows: Vec<(String, String)> = c
+        .query(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('innodb_spin_wait_delay', \
+             'innodb_sync_spin_loops', 'innodb_spin_wait_pause_multiplier')",
+        )
+        .map_err(q)?;
+    Ok(LiveSettings {
+        target: t.describe(),
+        local: t.is_local(),
+        version,
+        version_comment: comment,
+        variables: rows
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect(),
+    })
+}
