@@ -56,7 +56,12 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     pub why: String,
     pub what_to_do: String,
+    /// SQL statements only, each runnable as is.
     pub statements: Vec<String>,
+    /// Lines for the `[mysqld]` section of the server's option file (settings that need a
+    /// restart, or to keep a change across restarts); not SQL.
+    #[serde(default)]
+    pub option_file: Vec<String>,
 }
 
 /// Run every rule; findings sorted by severity (critical first), then id.

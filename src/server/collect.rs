@@ -599,6 +599,8 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
         if let Some(h) = host.as_mut() {
             h.cpu_before = cpu;
             h.server_ctxt_before = ctxt;
+            h.server_cpu_before = super::host::process_cpu(pid);
+            h.clock_ticks_per_s = super::host::clock_ticks_per_s();
         }
     }
     let t0 = Instant::now();
@@ -643,6 +645,7 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
         if let Some(h) = host.as_mut() {
             h.cpu_after = cpu;
             h.server_ctxt_after = ctxt;
+            h.server_cpu_after = super::host::process_cpu(pid);
         }
     }
     if let Some(mut g) = guard.take() {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::snapshot::{CpuTicks, HostFacts};
+use super::snapshot::{CpuTicks, HostFacts, ProcCpu};
 use crate::error::{Error, Result};
 
 /// Parse the `cpu` line of /proc/stat.
@@ -154,6 +154,32 @@ pub fn counters(pid: Option<u32>) -> (Option<CpuTicks>, Option<(u64, u64)>) {
     (stat, ctxt)
 }
 
+/// utime and stime (fields 14 and 15, clock ticks, all threads) of a /proc/PID/stat line. The
+/// command name in parentheses may hold spaces and parentheses: fields are counted after the
+/// last ')'.
+pub fn parse_pid_stat(text: &str) -> Option<ProcCpu> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14 -> index 11.
+    Some(ProcCpu {
+        utime: f.get(11)?.parse().ok()?,
+        stime: f.get(12)?.parse().ok()?,
+    })
+}
+
+/// The server process's own CPU time so far, when its /proc entry is readable here.
+pub fn process_cpu(pid: Option<u32>) -> Option<ProcCpu> {
+    let text = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    parse_pid_stat(&text)
+}
+
+/// Clock ticks per second of /proc's CPU counters (USER_HZ).
+pub fn clock_ticks_per_s() -> Option<u64> {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (t > 0).then_some(t as u64)
+}
+
 /// Read `--host-facts FILE`: a HostFacts JSON, or a snapshot whose `host` is used.
 pub fn load(path: &Path) -> Result<HostFacts> {
     let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, "--host-facts")?;
@@ -181,6 +207,8 @@ pub fn load(path: &Path) -> Result<HostFacts> {
     h.cpu_after = None;
     h.server_ctxt_before = None;
     h.server_ctxt_after = None;
+    h.server_cpu_before = None;
+    h.server_cpu_after = None;
     Ok(h)
 }
 
@@ -199,5 +227,17 @@ mod tests {
             Some((42, 7))
         );
         assert_eq!(parse_proc_stat("garbage"), None);
+        // A comm with a space and a parenthesis; utime 1234, stime 56.
+        let line = "31271 (my (sql)d) S 1 31271 31271 0 -1 4194560 9000 0 3 0 1234 56 0 0 20 0 40 0 100 0 0";
+        assert_eq!(
+            parse_pid_stat(line),
+            Some(ProcCpu {
+                utime: 1234,
+                stime: 56
+            })
+        );
+        assert_eq!(parse_pid_stat("1 (x) S 1 2"), None);
+        let own = process_cpu(Some(std::process::id())).expect("own /proc/PID/stat");
+        assert!(own.utime + own.stime < 1_000_000_000);
     }
 }

@@ -8,6 +8,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding {
+        option_file: vec![],
         id: "arm-128-byte-cache-lines".into(),
         severity: Severity::Warning,
         title: "aarch64 host with 128-byte cache lines; MySQL pads hot structures to 64".into(),

@@ -12,6 +12,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
     }
     let last = st.sections.last().map_or("none", String::as_str);
     vec![Finding {
+        option_file: vec![],
         id: "innodb-status-cut".into(),
         severity: Severity::Info,
         title: format!(

@@ -46,6 +46,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         })
         .collect();
     vec![Finding {
+        option_file: vec![],
         id: "long-semaphore-waits".into(),
         severity,
         title: format!(

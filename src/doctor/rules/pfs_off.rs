@@ -7,6 +7,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding {
+        option_file: vec![],
         id: "pfs-off".into(),
         severity: Severity::Info,
         title: "performance_schema is OFF: no per-latch wait evidence".into(),

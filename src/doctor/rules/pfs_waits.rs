@@ -21,6 +21,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     if p.synch_instruments_enabled == 0 && !p.enabled_by_us {
         out.push(Finding {
+            option_file: vec![],
             id: "pfs-latch-instruments-off".into(),
             severity: Severity::Info,
             title: format!(
@@ -71,6 +72,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
     ];
     evidence.extend(synch.iter().take(5).map(|w| ev(&w.event, w.wait_ms, "ms")));
     out.push(Finding {
+        option_file: vec![],
         id: "pfs-latch-waits".into(),
         severity,
         title: format!(

@@ -29,6 +29,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding {
+        option_file: vec![],
         id: "ppoll-siglock".into(),
         severity: Severity::Warning,
         title: format!("{} on kernel {rel}: ppoll contention on sighand->siglock", v.short()),

@@ -7,6 +7,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         .refused
         .iter()
         .map(|r| Finding {
+            option_file: vec![],
             id: "missing-privilege".into(),
             severity: Severity::Warning,
             title: format!("{} was refused: needs {}", r.what, r.privilege),

@@ -23,6 +23,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
     if !far {
         evidence.truncate(4);
         return vec![Finding {
+            option_file: vec![],
             id: "threads-running".into(),
             severity: Severity::Info,
             title: format!(
@@ -58,6 +59,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         )
     };
     vec![Finding {
+        option_file: vec![],
         id: "threads-running-bursts".into(),
         severity: Severity::Warning,
         title: format!(

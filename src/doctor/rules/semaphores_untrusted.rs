@@ -154,6 +154,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
                 why.push_str(&format!(" Also: {}.", s.describe()));
             }
             return vec![Finding {
+                option_file: vec![],
                 id: "semaphores-live".into(),
                 severity: Severity::Info,
                 title: "SEMAPHORES counters are live on this version (cumulative since startup)"
@@ -166,6 +167,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         }
     };
     vec![Finding {
+        option_file: vec![],
         id: "semaphores-untrusted".into(),
         severity: Severity::Info,
         title,

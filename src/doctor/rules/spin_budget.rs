@@ -17,6 +17,7 @@ fn absurd(f: &Facts, info: &crate::spin::model::FamilyInfo) -> Vec<Finding> {
                 .parse::<u64>()
                 .is_ok_and(|v| (spec.min..=spec.max).contains(&v));
             (!ok).then(|| Finding {
+                option_file: vec![],
                 id: "spin-setting-out-of-range".into(),
                 severity: Severity::Warning,
                 title: format!(
@@ -60,6 +61,7 @@ fn budget(f: &Facts, info: &crate::spin::model::FamilyInfo) -> Vec<Finding> {
     };
     let Some(cpu) = &f.cpu else {
         return vec![Finding {
+            option_file: vec![],
             id: "spin-budget-unknown-cpu".into(),
             severity: Severity::Info,
             title: "spin budget not evaluated: the server's CPU is unknown".into(),
@@ -91,6 +93,7 @@ fn budget(f: &Facts, info: &crate::spin::model::FamilyInfo) -> Vec<Finding> {
         vec![]
     };
     vec![Finding {
+        option_file: vec![],
         id: "spin-budget".into(),
         severity,
         title: format!(

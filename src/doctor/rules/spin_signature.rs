@@ -55,6 +55,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         && cs_per_q.is_none_or(|c| c < 1.0);
     if !signature {
         return vec![Finding {
+            option_file: vec![],
             id: "host-spin-signature".into(),
             severity: Severity::Info,
             title: format!(
@@ -67,6 +68,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         }];
     }
     vec![Finding {
+        option_file: vec![],
         id: "host-spin-signature".into(),
         severity: Severity::Warning,
         title: format!(
