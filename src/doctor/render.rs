@@ -67,8 +67,8 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
     }
     if let Some(b) = &d.burst {
         s.push_str(&format!(
-            "Questions {:.0}/s, Threads_connected max {:.0}, row-lock waits max {:.0}\n",
-            b.questions_per_s, b.threads_connected_max, b.row_lock_waits_max
+            "Questions {}/s (the sampler's own removed), Threads_connected max {:.0}, row-lock waits max {:.0}\n",
+            num(b.questions_per_s), b.threads_connected_max, b.row_lock_waits_max
         ));
     }
     if let Some(r) = d.pfs_instruments_restored {
@@ -122,6 +122,19 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
                     s.push_str(&format!("\n```sql\n{st}\n```\n"));
                 } else {
                     s.push_str(&format!("  run: {}\n", st.replace('\n', "\n       ")));
+                }
+            }
+            if !f.option_file.is_empty() {
+                if markdown {
+                    s.push_str(&format!(
+                        "\nOption file:\n\n```ini\n[mysqld]\n{}\n```\n",
+                        f.option_file.join("\n")
+                    ));
+                } else {
+                    s.push_str("  option file [mysqld]:\n");
+                    for l in &f.option_file {
+                        s.push_str(&format!("       {l}\n"));
+                    }
                 }
             }
             s.push('\n');

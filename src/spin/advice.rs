@@ -440,15 +440,13 @@ fn candidates(ctx: &Ctx, free: &[Knob], best: &mut Best) {
     }
 }
 
-/// Find the legal settings that meet `target_ns` +- `tolerance_pct` on `cpu` (see the module
-/// docs for the order of preference).
-pub fn recommend_within(
-    info: &FamilyInfo,
+fn context<'a>(
+    info: &'a FamilyInfo,
     current: &Settings,
     cpu: &CpuModel,
     target_ns: f64,
     tolerance_pct: f64,
-) -> Recommendation {
+) -> Ctx<'a> {
     let target = if target_ns.is_finite() {
         target_ns.max(0.0)
     } else {
@@ -460,7 +458,7 @@ pub fn recommend_within(
     } else {
         0.0
     };
-    let ctx = Ctx {
+    Ctx {
         info,
         current: *current,
         defaults: super::model::default_settings(info),
@@ -470,7 +468,19 @@ pub fn recommend_within(
         target,
         lo: target * (1.0 - tol),
         hi: target * (1.0 + tol),
-    };
+    }
+}
+
+/// Find the legal settings that meet `target_ns` +- `tolerance_pct` on `cpu` (see the module
+/// docs for the order of preference).
+pub fn recommend_within(
+    info: &FamilyInfo,
+    current: &Settings,
+    cpu: &CpuModel,
+    target_ns: f64,
+    tolerance_pct: f64,
+) -> Recommendation {
+    let ctx = context(info, current, cpu, target_ns, tolerance_pct);
     let ks = knobs(info);
     let mut best = Best { s: None };
     best.offer(&ctx, *current);
@@ -492,6 +502,20 @@ pub fn recommend_within(
     }
     let (settings, key) = overall.s.expect("the current settings are a candidate");
     build(&ctx, settings, key.gap == 0.0, tolerance_pct)
+}
+
+/// The recommendation of given `settings` (e.g. the defaults) from `current`, judged against
+/// `target_ns` +- [`REACHED_WITHIN_PCT`] like the advisor's own choices.
+pub fn recommendation_for(
+    info: &FamilyInfo,
+    current: &Settings,
+    cpu: &CpuModel,
+    target_ns: f64,
+    settings: Settings,
+) -> Recommendation {
+    let ctx = context(info, current, cpu, target_ns, REACHED_WITHIN_PCT);
+    let gap = ctx.key(&settings).gap;
+    build(&ctx, settings, gap == 0.0, REACHED_WITHIN_PCT)
 }
 
 /// [`recommend_within`] at the default tolerance, [`REACHED_WITHIN_PCT`].

@@ -7,17 +7,17 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         return vec![];
     }
     vec![Finding {
-        option_file: vec![],
+        option_file: vec!["performance_schema = ON".into()],
         id: "pfs-off".into(),
         severity: Severity::Info,
         title: "performance_schema is OFF: no per-latch wait evidence".into(),
         evidence: vec![],
         why: "Without performance_schema no SQL-visible source names the latches threads wait on \
-              (on MariaDB 10.6+ SEMAPHORES is blank too: spin-facts.md §7)."
+              (on MariaDB 10.6+ SEMAPHORES is blank too: docs/REFERENCE.md §4, §5)."
             .into(),
         what_to_do: "Set performance_schema=ON in the server's option file and restart (it is not dynamic), \
                      then run doctor with --enable-instruments."
             .into(),
-        statements: vec!["[mysqld]\nperformance_schema=ON".into()],
+        statements: vec![],
     }]
 }

@@ -1,4 +1,4 @@
-//! MySQL 8.0+ on a Linux kernel older than the sighand->siglock fast path (spin-facts.md §5).
+//! MySQL 8.0+ on a Linux kernel older than the sighand->siglock fast path (docs/REFERENCE.md §6).
 
 use crate::doctor::{ev, Facts, Finding, Severity};
 use crate::spin::version::Flavor;
@@ -34,9 +34,9 @@ pub fn check(f: &Facts) -> Vec<Finding> {
         severity: Severity::Warning,
         title: format!("{} on kernel {rel}: ppoll contention on sighand->siglock", v.short()),
         evidence: vec![ev("kernel_major", maj as f64, ""), ev("kernel_minor", min as f64, "")],
-        why: "MySQL 8.0 waits on sockets with ppoll(..., sigmask); kernels before the signal fast path (commit c7be96af89d4, \
-              believed to be 4.10: verify) take the process-wide siglock twice per call: high sys CPU in _raw_spin_lock_irq, \
-              QPS capped (seed 002: 420k instead of 1.4M)."
+        why: "MySQL 8.0 waits on sockets with ppoll(..., sigmask) (USE_PPOLL_IN_VIO, include/violite.h); kernels before \
+              the signal fast path (kernel/signal.c, commit c7be96af89d4) take the process-wide sighand->siglock twice per \
+              call: high system CPU in _raw_spin_lock_irq and a QPS ceiling under many connections (docs/REFERENCE.md §6)."
             .into(),
         what_to_do: "Upgrade the kernel (or the distribution), or check `perf top` for _raw_spin_lock_irq under load.".into(),
         statements: vec![],
