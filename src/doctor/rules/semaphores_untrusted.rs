@@ -60,6 +60,7 @@ fn zeros(f: &Facts, s: &Semaphores) -> Finding {
     }
     if in_unsettled_80_range(f) {
         return Finding {
+            option_file: vec![],
             id: "semaphores-untrusted".into(),
             severity: Severity::Info,
             title: "SEMAPHORES counters are all zero, and this 8.0 release may print them as constants"
@@ -100,6 +101,7 @@ fn zeros(f: &Facts, s: &Semaphores) -> Finding {
         ),
     };
     Finding {
+        option_file: vec![],
         id: "semaphores-live".into(),
         severity: Severity::Info,
         title,
