@@ -494,7 +494,7 @@ fn scenario_6000_restores_the_default() {
 fn scenario_mysql57_delay_30_on_skylake_sp_lowers_the_delay() {
     // Edit: the 5.7 capture gets innodb_spin_wait_delay = 30 and a Skylake-SP host (Xeon Gold
     // 6130: family 6, model 0x55, stepping 4), the source story's machine.
-    let d = scenario("mysql57_wait_cells_remote.json", |s| {
+    let d = scenario("mysql57_synthetic_wait_cells_remote.json", |s| {
         s.variables
             .insert("innodb_spin_wait_delay".into(), "30".into());
         s.host = Some(HostFacts {
@@ -529,7 +529,7 @@ fn scenario_mysql57_delay_30_on_skylake_sp_lowers_the_delay() {
 
 #[test]
 fn scenario_zeros_on_8036() {
-    let d = scenario("mysql8036_zeros_old_kernel.json", |_| {});
+    let d = scenario("mysql8036_synthetic_zeros_old_kernel.json", |_| {});
     assert_eq!(d.semaphores.as_deref(), Some("hard-coded-zeros"));
     // The spin budget is priced from the settings and the CPU, not from the zero counters.
     let f = find(&d, "spin-budget");
@@ -598,7 +598,13 @@ fn scenario_server_spinning_on_its_own_cpu() {
         h.clock_ticks_per_s = Some(100);
     });
     let f = find(&d, "spin-signature");
-    assert_eq!(f.severity, Severity::Warning, "{}", f.title);
+    assert_eq!(
+        f.severity,
+        Severity::Warning,
+        "{} {:?}",
+        f.title,
+        f.evidence
+    );
     assert!(f.what_to_do.contains("spin-budget"));
 }
 
@@ -607,10 +613,10 @@ fn json_statements_are_sql_and_option_lines_are_separate() {
     for name in [
         "mariadb1011_live.json",
         "mariadb1011_delay6000.json",
-        "mysql8036_zeros_old_kernel.json",
-        "mysql84_zeros.json",
-        "mysql56_live_counters.json",
-        "mariadb1011_aarch64_no_process.json",
+        "mysql8036_synthetic_zeros_old_kernel.json",
+        "mysql84_synthetic_zeros.json",
+        "mysql56_synthetic_live_counters.json",
+        "mariadb1011_synthetic_aarch64_no_process.json",
     ] {
         let d = doc(name);
         consistent(&d);
