@@ -1,5 +1,6 @@
-//! The knee of a concurrency ladder, the SLA check and Little's law (seeds' method, spin-facts
-//! §6): throughput rises with concurrency until it stops; past that point response time grows.
+//! The knee of a concurrency ladder, the SLA check and Little's law (docs/REFERENCE.md §9,
+//! Method): throughput rises with concurrency until it stops; past that point response time
+//! grows. A knee needs at least [`MIN_POINTS`] concurrency levels.
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +71,9 @@ pub struct StepPoint {
 /// Gain below which added concurrency is "not buying throughput".
 pub const FLAT_GAIN: f64 = 0.05;
 
+/// Concurrency levels needed before a knee is named (two points make a slope, not a knee).
+pub const MIN_POINTS: usize = 3;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
     /// The concurrency with the highest throughput that meets the SLA (None: no step meets it,
@@ -80,6 +84,14 @@ pub struct Knee {
     /// p99 grows (None: throughput was still rising at the last step).
     pub saturation_threads: Option<f64>,
     pub saturation_tps: Option<f64>,
+    /// Throughput change from the knee to the last step, percent (negative: it fell), and the
+    /// last step's concurrency and throughput.
+    #[serde(default)]
+    pub after_knee_pct: Option<f64>,
+    #[serde(default)]
+    pub last_threads: Option<f64>,
+    #[serde(default)]
+    pub last_tps: Option<f64>,
     /// A sentence: what to throttle concurrency to, and how.
     pub recommendation: String,
 }
@@ -115,7 +127,8 @@ pub fn find_knee(points: &[StepPoint], sla: Option<&Sla>) -> Knee {
         None => (None, None),
     };
     let mut sat = None;
-    for w in p.windows(2) {
+    let few = p.len() < MIN_POINTS;
+    for w in p.windows(2).filter(|_| !few) {
         if w[1].tps < w[0].tps * (1.0 + FLAT_GAIN) && w[1].p99_us > w[0].p99_us {
             sat = Some(w[0]);
             break;
@@ -129,7 +142,11 @@ pub fn find_knee(points: &[StepPoint], sla: Option<&Sla>) -> Knee {
     };
     let last = p.last().map(|s| s.threads);
     let recommendation = match (limit, sla, sla_best_threads) {
-        _ if p.is_empty() => "no step measured any throughput".into(),
+        _ if p.is_empty() => "no valid step measured any throughput".into(),
+        _ if few && sla_best_threads.is_none() => format!(
+            "too few concurrency levels for a knee ({} valid, at least {MIN_POINTS} needed): extend the ladder",
+            p.len()
+        ),
         (_, Some(sla), None) => format!(
             "no step met the SLA p{}<{}: reduce the load or raise the SLA; concurrency limiting alone cannot meet it",
             sla.percentile,
@@ -144,11 +161,17 @@ pub fn find_knee(points: &[StepPoint], sla: Option<&Sla>) -> Knee {
             if sla.is_some() { " and every step met the SLA" } else { "" }
         ),
     };
+    let last_pt = p.last().copied();
     Knee {
         sla_best_threads,
         sla_best_tps,
         saturation_threads: sat.map(|s| s.threads),
         saturation_tps: sat.map(|s| s.tps),
+        after_knee_pct: sat
+            .zip(last_pt)
+            .map(|(k, l)| (l.tps - k.tps) / k.tps * 100.0),
+        last_threads: sat.and(last_pt).map(|l| l.threads),
+        last_tps: sat.and(last_pt).map(|l| l.tps),
         recommendation,
     }
 }
@@ -240,6 +263,25 @@ mod tests {
         assert!(k.recommendation.contains("near 8"), "{}", k.recommendation);
         assert!(past_knee(&pts));
         assert!(!past_knee(&pts[..4]));
+        // From the knee (8 threads, 4000 tps) to the last step (32, 3900): -2.5%.
+        assert!((k.after_knee_pct.unwrap() + 2.5).abs() < 1e-9);
+        assert_eq!(k.last_threads, Some(32.0));
+    }
+
+    #[test]
+    fn no_knee_from_two_points_and_a_fall_is_measured() {
+        let two = [pt(1.0, 261.0, 1000.0), pt(2.0, 104.0, 5000.0)];
+        let k = find_knee(&two, None);
+        assert_eq!(k.saturation_threads, None);
+        assert!(k.recommendation.contains("too few"), "{}", k.recommendation);
+        let three = [
+            pt(1.0, 200.0, 1000.0),
+            pt(2.0, 261.0, 1100.0),
+            pt(4.0, 104.0, 5000.0),
+        ];
+        let k = find_knee(&three, None);
+        assert_eq!(k.saturation_threads, Some(2.0));
+        assert!((k.after_knee_pct.unwrap() + 60.15).abs() < 0.01);
     }
 
     #[test]

@@ -5,3 +5,4 @@ pub mod knee;
 pub mod lab_stats;
 pub mod stats;
 pub mod usl;
+pub mod validity;

@@ -11,15 +11,16 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use mysql::prelude::Queryable;
 
 use crate::analysis::knee::{self, little_check, parse_sla, StepPoint};
+use crate::analysis::validity::{invalid_reason, StepHealth};
 use crate::error::{Error, Result, EXIT_OK};
-use crate::load::driver::{run_step, StepConfig, StepOutcome};
+use crate::load::driver::{run_step, ServerProbe, StepConfig, StepOutcome};
 use crate::load::guard::SettingsGuard;
 use crate::load::spec::{parse_ladder, parse_variants};
-use crate::load::workload::{parse_sql_file, Kind, Mix, Workload};
+use crate::load::workload::{check_custom, parse_sql_file, Kind, Mix, Workload};
 use crate::load::{self, schema, Connector};
 use crate::report::sweep::{
-    self as doc_mod, HistogramDoc, Latency, OpenLoop, ServerInfo, StepDoc, SweepConfig, SweepDoc,
-    HIST_ENCODING,
+    self as doc_mod, HistogramDoc, Latency, OpenLoop, ServerInfo, StepDoc, StmtStats, SweepConfig,
+    SweepDoc, HIST_ENCODING,
 };
 use crate::report::sweep_html;
 use crate::server::conn::{self as server_conn, ConnArgs, Target};
@@ -91,7 +92,7 @@ pub struct CleanupArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, after_help = RUN_AFTER_HELP)]
 pub struct RunArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
@@ -105,9 +106,14 @@ pub struct RunArgs {
     #[arg(long, default_value = "point-select")]
     pub workload: String,
     /// Run the statements of FILE instead of a built-in workload (one per line; placeholders
-    /// {table} {id} {k} {c} {pad}).
+    /// {table} {id} {k} {c} {pad}). Every statement is prepared against the server before any
+    /// load or SET GLOBAL; DDL and writes outside the scratch schema are refused.
     #[arg(long, value_name = "FILE")]
     pub sql: Option<PathBuf>,
+    /// Allow --sql statements other than SELECT/INSERT/UPDATE/DELETE/REPLACE/transactions
+    /// (DDL, SET, CALL ...) and writes to schemas other than --schema.
+    #[arg(long)]
+    pub allow_writes_outside: bool,
     /// Thread ladder: 1,2,4,8 or 1..64:x2 or 4..32:+4.
     #[arg(long, default_value = "1,2,4,8,16,32,64")]
     pub threads: String,
@@ -125,7 +131,8 @@ pub struct RunArgs {
     /// is the baseline.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
-    /// Repeats of every step, interleaved A B A B.
+    /// Repeats of every step, interleaved A B A B (an A/B verdict needs at least 3, each with
+    /// --duration 2 or more).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Latency SLA, e.g. p99<5ms.
@@ -162,6 +169,9 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
+
+/// `sweep run --help` epilogue: what the table's columns and ratios mean.
+const RUN_AFTER_HELP: &str = "Columns of the table: threads = client connections (closed loop: each runs transactions back to back; --rate: on a schedule); rep = repeat; tps = transactions/s in the measured window (warm-up excluded); qps = statements/s, BEGIN and COMMIT included; p50..p99.9, max ms = transaction latency (open loop: from the intended start); errors = failed transactions; N=X*R = concurrency implied by Little's law, throughput X times mean latency R, equal to threads in a healthy closed loop; Little ratio = (N=X*R) / threads, noted when off by more than 10% (below 1: clients spent time outside transactions; above 1: latency counted from intended starts, or a clock problem).\n\nA step is INVALID when its errors exceed 1% of its transactions, the server restarted during it (Uptime), or a variant's setting read differently at its end; it is shown with the reason and left out of the knee, USL, Little and A/B. A first step where every transaction fails stops the sweep (exit 3).\n\nA/B: Welch's t-test on per-repeat throughput, 95% interval; below 3 repeats per variant or 2 s per step the verdict is \"too little data for a verdict\". A variant significantly slower than the baseline is called harmful. The knee needs 3 or more concurrency levels; when throughput falls past it, the report says by how much.\n\nExample:\n  spinscope sweep run --socket /run/mysqld/mysqld.sock --workload read-write --threads 1..64:x2 \\\n    --variant base:default --variant d4:innodb_spin_wait_delay=4 --repeat 3 --duration 5";
 
 pub fn run(args: SweepArgs) -> Result<i32> {
     match args.command {
@@ -215,8 +225,15 @@ pub fn run(args: SweepArgs) -> Result<i32> {
 fn connector(target: &Target, db: Option<&str>) -> Connector {
     let target = target.clone();
     let db = db.map(str::to_string);
+    // Client connections (those with a db) own their prepared statements: the mysql crate's
+    // own cache (32 by default) would close statements the workload still holds.
+    let own_statements = db.is_some();
     Arc::new(move || {
-        let mut c = server_conn::connect_target(&target)?;
+        let mut c = if own_statements {
+            server_conn::connect_target_with(&target, |b| b.stmt_cache_size(0))?
+        } else {
+            server_conn::connect_target(&target)?
+        };
         if let Some(db) = &db {
             c.select_db(db)
                 .map_err(|e| Error::runtime(format!("USE {db}: {}", load::describe_error(&e).1)))?;
@@ -317,6 +334,14 @@ fn encode_hist(h: &hdrhistogram::Histogram<u64>) -> String {
     }
 }
 
+/// What was read around a step for its validity.
+#[derive(Default)]
+struct Around {
+    uptime: Option<(u64, u64, f64)>,
+    unreadable: Option<String>,
+    settings_after: Vec<load::spec::Setting>,
+}
+
 fn step_doc(
     threads: u32,
     variant: &str,
@@ -324,7 +349,20 @@ fn step_doc(
     applied: Vec<load::spec::Setting>,
     o: &StepOutcome,
     rate: Option<f64>,
+    around: Around,
 ) -> StepDoc {
+    let health = StepHealth {
+        txns: o.txns,
+        errors: o.errors.values().sum(),
+        first_error: o.first_error.clone(),
+        uptime: around.uptime,
+        unreadable: around.unreadable.clone(),
+        settings: applied
+            .iter()
+            .zip(&around.settings_after)
+            .map(|(a, b)| (a.variable.clone(), a.value.clone(), b.value.clone()))
+            .collect(),
+    };
     let el = o.elapsed_s.max(1e-9);
     let h = &o.hist;
     let q = |p: f64| {
@@ -375,6 +413,16 @@ fn step_doc(
             significant_digits: 3,
             data: encode_hist(h),
         },
+        invalid: invalid_reason(&health),
+        window_s: o.window_s,
+        setup_s: o.setup_s,
+        statements: StmtStats {
+            needed: o.stmts_needed,
+            per_client: o.stmt_capacity,
+            prepared_during_step: o.late_prepares,
+        },
+        uptime_s: around.uptime.map(|(a, b, _)| (a, b)),
+        settings_after: around.settings_after,
     }
 }
 
@@ -424,6 +472,22 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     drop(admin);
     // Statements name tables without a schema: every client connects into the scratch schema.
     let client_connect = connector(&target, Some(&a.schema));
+    if plan.kind == Kind::Custom {
+        // Before any load or SET GLOBAL: every statement allowed, and prepared (not run).
+        let mut c = client_connect()?;
+        if let Err((line, text, why)) =
+            check_custom(&mut c, &plan.custom, &a.schema, a.allow_writes_outside)
+        {
+            let file = a
+                .sql
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            return Err(Error::bad_input(format!(
+                "--sql {file} line {line} `{text}`: {why}"
+            )));
+        }
+    }
     let wl = Workload {
         kind: plan.kind,
         tables: st.tables,
@@ -469,7 +533,17 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
         analysis: Default::default(),
         settings_changed: Vec::new(),
     };
-    let outcome = ladder_loop(&a, &plan, &wl, &client_connect, &mut guard, &stop, &mut doc);
+    let mut probe = ServerProbe::new(Arc::clone(&connect));
+    let outcome = ladder_loop(
+        &a,
+        &plan,
+        &wl,
+        &client_connect,
+        &mut guard,
+        &mut probe,
+        &stop,
+        &mut doc,
+    );
     // Restore before anything else can fail.
     doc.settings_changed = guard.restore();
     let mut fatal = None;
@@ -531,12 +605,14 @@ fn write_outputs(doc: &SweepDoc, a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn ladder_loop(
     a: &RunArgs,
     plan: &Plan,
     wl: &Workload,
     connect: &Connector,
     guard: &mut SettingsGuard,
+    probe: &mut ServerProbe,
     stop: &std::sync::atomic::AtomicBool,
     doc: &mut SweepDoc,
 ) -> Result<()> {
@@ -571,8 +647,30 @@ fn ladder_loop(
                     label: format!("threads {threads} {} #{rep}", v.name),
                     seed: a.seed ^ u64::from(threads) << 8 ^ u64::from(rep),
                 };
+                let before = probe.uptime().ok();
+                let t_before = std::time::Instant::now();
                 let o = run_step(&cfg, wl, connect, stop)?;
-                let sd = step_doc(threads, &v.name, rep, applied, &o, a.rate);
+                let mut around = Around::default();
+                match probe.uptime() {
+                    Ok(after) => {
+                        around.uptime = before.map(|b| (b, after, t_before.elapsed().as_secs_f64()))
+                    }
+                    Err(e) => around.unreadable = Some(format!("Uptime: {e}")),
+                }
+                for s in &applied {
+                    let value = match probe.global(&s.variable) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            around.unreadable = Some(format!("@@GLOBAL.{}: {e}", s.variable));
+                            "unreadable".into()
+                        }
+                    };
+                    around.settings_after.push(load::spec::Setting {
+                        variable: s.variable.clone(),
+                        value,
+                    });
+                }
+                let sd = step_doc(threads, &v.name, rep, applied, &o, a.rate, around);
                 eprintln!(
                     "spinscope: threads {threads} {} #{rep}: {:.0} tps, {:.0} qps, p99 {} ms{}",
                     v.name,
@@ -593,8 +691,29 @@ fn ladder_loop(
                         );
                     }
                 }
+                if let Some(why) = &sd.invalid {
+                    eprintln!(
+                        "spinscope: threads {threads} {} #{rep} is INVALID and left out of the analysis: {why}",
+                        v.name
+                    );
+                }
+                if o.late_prepares > 0 {
+                    eprintln!(
+                        "spinscope: threads {threads} {} #{rep}: {} statements prepared during the step ({} of {} fit per client within max_prepared_stmt_count)",
+                        v.name, o.late_prepares, o.stmt_capacity, o.stmts_needed
+                    );
+                }
+                let all_failed =
+                    doc.steps.is_empty() && o.txns == 0 && !o.errors.is_empty() && !o.interrupted;
                 doc.steps.push(sd);
                 save(doc, a)?;
+                if all_failed {
+                    return Err(Error::runtime(format!(
+                        "the first step failed: every transaction failed ({} errors); first error: {}; the sweep stopped",
+                        o.errors.values().sum::<u64>(),
+                        o.first_error.as_deref().unwrap_or("unknown")
+                    )));
+                }
             }
         }
         if a.stop_after_knee {
@@ -637,6 +756,11 @@ mod tests {
             errors: Default::default(),
             reconnects: 0,
             windows_tps: vec![],
+            window_s: 0.5,
+            stmt_capacity: 1,
+            stmts_needed: 1,
+            late_prepares: 0,
+            setup_s: 0.0,
             interrupted: false,
             schedule_lag_s: 0.0,
             first_error: None,
@@ -647,7 +771,15 @@ mod tests {
     fn step_percentiles_rates_and_histogram_round_trip() {
         // 1..=1000 us once each: p50 ~ 500, p99 ~ 990, max 1000 (3 significant digits).
         let values: Vec<u64> = (1..=1000).collect();
-        let d = step_doc(4, "a", 1, vec![], &outcome(&values), None);
+        let d = step_doc(
+            4,
+            "a",
+            1,
+            vec![],
+            &outcome(&values),
+            None,
+            Around::default(),
+        );
         assert_eq!((d.tps, d.qps), (500.0, 3000.0));
         assert!(
             (d.latency_us.p50 - 500.0).abs() <= 1.0,
@@ -683,17 +815,25 @@ mod tests {
     fn open_loop_that_falls_behind_is_reported() {
         let mut o = outcome(&[1000; 100]);
         o.schedule_lag_s = 0.8;
-        let d = step_doc(2, "a", 1, vec![], &o, Some(1000.0));
+        let d = step_doc(2, "a", 1, vec![], &o, Some(1000.0), Around::default());
         let ol = d.open_loop.unwrap();
         assert_eq!(ol.achieved_tps, 50.0);
         assert!(!ol.kept_up);
-        let d = step_doc(2, "a", 1, vec![], &outcome(&[1000; 2000]), Some(1000.0));
+        let d = step_doc(
+            2,
+            "a",
+            1,
+            vec![],
+            &outcome(&[1000; 2000]),
+            Some(1000.0),
+            Around::default(),
+        );
         assert!(d.open_loop.unwrap().kept_up);
     }
 
     #[test]
     fn empty_step_has_zero_latencies_not_a_panic() {
-        let d = step_doc(1, "a", 1, vec![], &outcome(&[]), None);
+        let d = step_doc(1, "a", 1, vec![], &outcome(&[]), None, Around::default());
         assert_eq!(d.tps, 0.0);
         assert_eq!(d.latency_us.p99, 0.0);
     }

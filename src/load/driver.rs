@@ -10,8 +10,13 @@
 //! not keep up instead of silently lowering it.
 //!
 //! Latency goes into one HdrHistogram per client (microseconds, 3 significant digits), merged
-//! at the end. The calling thread watches shared counters for progress lines and short
-//! throughput windows (used by the A/B bootstrap).
+//! at the end. The step clock starts only when every client is connected and has prepared its
+//! statements (two barriers: "ready", then "go" with the start time), so preparation never eats
+//! into the warm-up or the measured window. Each client also counts its measured transactions
+//! per throughput window (equal windows of about 0.5 s that tile the measured period exactly, a
+//! transaction belonging to the window its end falls in), so the windows add up to the step's
+//! transaction count and their mean is the step's throughput. The calling thread only prints
+//! progress lines.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,8 +35,36 @@ use crate::error::{Error, Result};
 
 /// Highest latency the histogram tracks: one hour in microseconds (larger values saturate).
 pub const HIST_MAX_US: u64 = 3_600_000_000;
-/// Length of the throughput windows used for A/B statistics.
+/// Nominal length of the throughput windows: the measured period is cut into
+/// `round(duration / WINDOW)` (at least 1) equal windows.
 pub const WINDOW: Duration = Duration::from_millis(500);
+
+/// The equal windows tiling a measured period: (count, length).
+pub fn windows_of(duration: Duration) -> (usize, Duration) {
+    let k = (duration.as_secs_f64() / WINDOW.as_secs_f64())
+        .round()
+        .max(1.0) as usize;
+    (k, duration.div_f64(k as f64))
+}
+
+/// Share of the server's `max_prepared_stmt_count` the clients of one step may use together
+/// (the rest stays free for other sessions and connections still closing).
+pub const STMT_BUDGET_SHARE: f64 = 0.8;
+
+/// Per-client statement capacity: every statement the workload needs, unless that would take
+/// the clients together past their share of the server-wide `max_prepared_stmt_count` (minus
+/// the statements already prepared on the server). Pure, so the rule can be tested.
+pub fn stmt_capacity(needed: usize, threads: u32, max_count: Option<u64>, in_use: u64) -> usize {
+    match max_count {
+        Some(max) => {
+            let free = (max.saturating_sub(in_use) as f64 * STMT_BUDGET_SHARE) as u64;
+            let per = (free / u64::from(threads.max(1))) as usize;
+            needed.min(per.max(1))
+        }
+        None => needed,
+    }
+    .max(1)
+}
 
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid histogram bounds")
@@ -62,8 +95,19 @@ pub struct StepOutcome {
     /// Errors by MySQL error code ("io" and "driver" for connection-level failures).
     pub errors: BTreeMap<String, u64>,
     pub reconnects: u64,
-    /// Transactions per second in consecutive 0.5 s windows of the measured period.
+    /// Transactions per second in consecutive equal windows (about 0.5 s, see [`windows_of`])
+    /// of the measured period; their mean is `txns / elapsed_s` for a step that ran to its end.
     pub windows_tps: Vec<f64>,
+    /// Length of those windows, seconds.
+    pub window_s: f64,
+    /// Statements each client could keep prepared, and how many the workload has in all.
+    pub stmt_capacity: usize,
+    pub stmts_needed: usize,
+    /// Statements prepared during the step (capacity too small for every table, or a
+    /// reconnect), summed over clients.
+    pub late_prepares: u64,
+    /// Seconds from the first connection to the step clock's start (connect + prepare).
+    pub setup_s: f64,
     pub interrupted: bool,
     /// Open loop: how far behind schedule the slowest client was at the end, in seconds.
     pub schedule_lag_s: f64,
@@ -95,6 +139,8 @@ impl Shared {
 }
 
 struct ClientResult {
+    windows: Vec<u64>,
+    late_prepares: u64,
     hist: Histogram<u64>,
     txns: u64,
     queries: u64,
@@ -114,19 +160,26 @@ fn error_key(e: &mysql::Error) -> String {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn client(
-    idx: u32,
-    cfg: &StepConfig,
-    wl: &Workload,
-    connect: &Connector,
-    mut conn: mysql::Conn,
-    barrier: &Barrier,
-    start_cell: &Mutex<Option<Instant>>,
-    shared: &Shared,
-    stop: &AtomicBool,
-) -> ClientResult {
+/// What every client shares for one step.
+struct Ctx<'a> {
+    cfg: &'a StepConfig,
+    wl: &'a Workload,
+    connect: &'a Connector,
+    ready: &'a Barrier,
+    go: &'a Barrier,
+    start_cell: &'a Mutex<Option<Instant>>,
+    shared: &'a Shared,
+    stop: &'a AtomicBool,
+    cap: usize,
+    n_windows: usize,
+    window: Duration,
+}
+
+fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
+    let (cfg, wl) = (x.cfg, x.wl);
     let mut r = ClientResult {
+        windows: vec![0; x.n_windows],
+        late_prepares: 0,
         hist: new_histogram(),
         txns: 0,
         queries: 0,
@@ -136,8 +189,9 @@ fn client(
         first_error: None,
     };
     let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (u64::from(idx) << 32));
-    let mine: &Counters = &shared.clients[idx as usize];
-    let mut prepared = match wl.prepare(&mut conn) {
+    let mine: &Counters = &x.shared.clients[idx as usize];
+    let mut conn = conn;
+    let mut prepared = match wl.prepare(&mut conn, x.cap) {
         Ok(p) => Some(p),
         Err(e) => {
             r.first_error = Some(format!("preparing statements: {}", describe_error(&e).1));
@@ -145,8 +199,11 @@ fn client(
             None
         }
     };
-    barrier.wait();
-    let t0 = start_cell
+    // Everyone prepared: the watcher fixes the start time, then all go together.
+    x.ready.wait();
+    x.go.wait();
+    let t0 = x
+        .start_cell
         .lock()
         .map(|g| g.unwrap_or_else(Instant::now))
         .unwrap_or_else(|_| Instant::now());
@@ -157,8 +214,9 @@ fn client(
         .map(|rate| Duration::from_secs_f64(f64::from(cfg.threads) / rate.max(1e-9)));
     let mut next_intended = period.map(|p| t0 + p.mul_f64(f64::from(idx) / f64::from(cfg.threads)));
     let mut conn = Some(conn);
+    let mut seen_late = 0u64;
     loop {
-        if stopped(stop) || shared.done.load(Ordering::Relaxed) {
+        if stopped(x.stop) || x.shared.done.load(Ordering::Relaxed) {
             break;
         }
         let now = Instant::now();
@@ -177,7 +235,7 @@ fn client(
             }
             None => now,
         };
-        if let (Some(c), Some(p)) = (conn.as_mut(), prepared.as_ref()) {
+        if let (Some(c), Some(p)) = (conn.as_mut(), prepared.as_mut()) {
             match wl.run_txn(c, p, &mut rng) {
                 Ok(nq) => {
                     let fin = Instant::now();
@@ -187,6 +245,9 @@ fn client(
                         r.hist.saturating_record(us);
                         r.txns += 1;
                         r.queries += nq;
+                        let w = (fin.duration_since(measure_from).as_secs_f64()
+                            / x.window.as_secs_f64()) as usize;
+                        r.windows[w.min(x.n_windows - 1)] += 1;
                         mine.measured_txns.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -200,17 +261,25 @@ fn client(
                     }
                     if is_connection_error(&e) || c.query_drop("ROLLBACK").is_err() {
                         conn = None;
-                        prepared = None;
                     }
                 }
+            }
+            if let Some(p) = prepared.as_ref() {
+                if Instant::now() >= measure_from {
+                    r.late_prepares += p.late_prepares - seen_late;
+                }
+                seen_late = p.late_prepares;
             }
         }
         if conn.is_none() || prepared.is_none() {
             // Re-open: the server dropped us (restart, KILL). Retry until the step ends.
             conn = None;
-            while !stopped(stop) && Instant::now() < end {
-                if let Ok(mut c) = connect() {
-                    if let Ok(p) = wl.prepare(&mut c) {
+            prepared = None;
+            while !stopped(x.stop) && Instant::now() < end {
+                if let Ok(mut c) = (x.connect)() {
+                    if let Ok(p) = wl.prepare(&mut c, x.cap) {
+                        seen_late = p.late_prepares;
+                        r.late_prepares += p.len() as u64;
                         conn = Some(c);
                         prepared = Some(p);
                         r.reconnects += 1;
@@ -233,6 +302,22 @@ fn client(
     r
 }
 
+/// The server's prepared-statement limit and how many statements are prepared now (None when
+/// they cannot be read: the capacity is then not limited).
+fn stmt_limits(conn: &mut mysql::Conn) -> (Option<u64>, u64) {
+    let max: Option<u64> = conn
+        .query_first("SELECT @@GLOBAL.max_prepared_stmt_count")
+        .ok()
+        .flatten();
+    let in_use: u64 = conn
+        .query_first::<(String, u64), _>("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'")
+        .ok()
+        .flatten()
+        .map(|(_, v)| v)
+        .unwrap_or(0);
+    (max, in_use)
+}
+
 /// Run one step. Connection failures before the step starts are runtime errors; failures
 /// during it are counted, the client reconnects, and the step is marked by its error counts.
 pub fn run_step(
@@ -244,47 +329,62 @@ pub fn run_step(
     if cfg.threads == 0 {
         return Err(Error::bad_input("a step needs at least 1 thread"));
     }
-    // Open every connection first so connect time is not part of the warm-up.
+    // Open every connection first; connecting and preparing happen before the step clock.
+    let setup_start = Instant::now();
     let mut conns = Vec::with_capacity(cfg.threads as usize);
     for _ in 0..cfg.threads {
         conns.push(connect()?);
     }
+    let needed = wl.statements_needed();
+    let (max_count, in_use) = stmt_limits(&mut conns[0]);
+    let cap = stmt_capacity(needed, cfg.threads, max_count, in_use);
+    let (n_windows, window) = windows_of(cfg.duration);
     let shared = Shared {
         clients: (0..cfg.threads)
             .map(|_| CachePadded::new(Counters::default()))
             .collect(),
         done: AtomicBool::new(false),
     };
-    let barrier = Barrier::new(cfg.threads as usize + 1);
+    let ready = Barrier::new(cfg.threads as usize + 1);
+    let go = Barrier::new(cfg.threads as usize + 1);
     let start_cell: Mutex<Option<Instant>> = Mutex::new(None);
-    let mut windows_tps = Vec::new();
+    let ctx = Ctx {
+        cfg,
+        wl,
+        connect,
+        ready: &ready,
+        go: &go,
+        start_cell: &start_cell,
+        shared: &shared,
+        stop,
+        cap,
+        n_windows,
+        window,
+    };
     let mut interrupted = false;
     let mut measured_s = 0.0;
+    let mut setup_s = 0.0;
     let results: Vec<ClientResult> = std::thread::scope(|s| {
         let handles: Vec<_> = conns
             .into_iter()
             .enumerate()
             .map(|(i, conn)| {
-                let (shared, barrier, start_cell) = (&shared, &barrier, &start_cell);
-                s.spawn(move || {
-                    client(
-                        i as u32, cfg, wl, connect, conn, barrier, start_cell, shared, stop,
-                    )
-                })
+                let ctx = &ctx;
+                s.spawn(move || client(i as u32, ctx, conn))
             })
             .collect();
-        // Clients prepare their statements, then all start together.
-        let t0 = Instant::now() + Duration::from_millis(5);
+        // Every client connected and prepared: now the clock starts.
+        ready.wait();
+        let t0 = Instant::now();
+        setup_s = t0.duration_since(setup_start).as_secs_f64();
         if let Ok(mut g) = start_cell.lock() {
             *g = Some(t0);
         }
-        barrier.wait();
+        go.wait();
         let measure_from = t0 + cfg.warmup;
         let end = measure_from + cfg.duration;
-        let mut next_window = measure_from + WINDOW;
-        let mut last_window = (measure_from, 0u64);
-        let mut next_report: Option<Instant> = cfg.report_interval.map(|d| Instant::now() + d);
-        let mut last_report = (Instant::now(), 0u64);
+        let mut next_report: Option<Instant> = cfg.report_interval.map(|d| t0 + d);
+        let mut last_report = (t0, 0u64);
         loop {
             let now = Instant::now();
             if stopped(stop) {
@@ -293,14 +393,6 @@ pub fn run_step(
             }
             if now >= end {
                 break;
-            }
-            if now >= next_window && next_window <= end {
-                let m = shared.sum(|c| &c.measured_txns);
-                // Divide by the real span: the watcher may wake a little late.
-                let dt = now.duration_since(last_window.0).as_secs_f64().max(1e-6);
-                windows_tps.push((m - last_window.1) as f64 / dt);
-                last_window = (now, m);
-                next_window += WINDOW;
             }
             if next_report.is_some_and(|t| now >= t) {
                 let all = shared.sum(|c| &c.all_txns);
@@ -320,7 +412,7 @@ pub fn run_step(
                 last_report = (now, all);
                 next_report = cfg.report_interval.map(|d| now + d);
             }
-            let wake = [Some(end), Some(next_window), next_report]
+            let wake = [Some(end), next_report]
                 .into_iter()
                 .flatten()
                 .filter(|t| *t > now)
@@ -335,6 +427,23 @@ pub fn run_step(
         shared.done.store(true, Ordering::Relaxed);
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
+    // Only windows the step covered completely (all of them unless interrupted).
+    let full = if interrupted {
+        ((measured_s / window.as_secs_f64()) + 1e-9).floor() as usize
+    } else {
+        n_windows
+    }
+    .min(n_windows);
+    let mut counts = vec![0u64; n_windows];
+    for r in &results {
+        for (c, v) in counts.iter_mut().zip(&r.windows) {
+            *c += v;
+        }
+    }
+    let windows_tps = counts[..full]
+        .iter()
+        .map(|&c| c as f64 / window.as_secs_f64())
+        .collect();
     let mut out = StepOutcome {
         hist: new_histogram(),
         txns: 0,
@@ -343,11 +452,17 @@ pub fn run_step(
         errors: BTreeMap::new(),
         reconnects: 0,
         windows_tps,
+        window_s: window.as_secs_f64(),
+        stmt_capacity: cap,
+        stmts_needed: needed,
+        late_prepares: 0,
+        setup_s,
         interrupted,
         schedule_lag_s: 0.0,
         first_error: None,
     };
     for r in results {
+        out.late_prepares += r.late_prepares;
         let _ = out.hist.add(&r.hist);
         out.txns += r.txns;
         out.queries += r.queries;
@@ -361,4 +476,106 @@ pub fn run_step(
         }
     }
     Ok(out)
+}
+
+/// The sweep's watch on the server around each step: its `Uptime` (to notice a restart) and
+/// the variables a variant set (to notice a change under the load), over its own connection,
+/// reconnecting once when the server dropped it.
+pub struct ServerProbe {
+    connect: Connector,
+    conn: Option<mysql::Conn>,
+}
+
+/// A server value as text, the way the server prints it.
+fn value_text(v: &mysql::Value) -> String {
+    match v {
+        mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        mysql::Value::NULL => "NULL".into(),
+        mysql::Value::Int(i) => i.to_string(),
+        mysql::Value::UInt(u) => u.to_string(),
+        mysql::Value::Float(f) => f.to_string(),
+        mysql::Value::Double(f) => f.to_string(),
+        other => other.as_sql(false).trim_matches('\'').to_string(),
+    }
+}
+
+impl ServerProbe {
+    pub fn new(connect: Connector) -> ServerProbe {
+        ServerProbe {
+            connect,
+            conn: None,
+        }
+    }
+
+    fn with<T>(
+        &mut self,
+        f: impl Fn(&mut mysql::Conn) -> mysql::Result<Option<T>>,
+    ) -> std::result::Result<T, String> {
+        for attempt in 0..2 {
+            if self.conn.is_none() {
+                match (self.connect)() {
+                    Ok(c) => self.conn = Some(c),
+                    Err(e) if attempt == 1 => return Err(e.to_string()),
+                    Err(_) => continue,
+                }
+            }
+            let c = self.conn.as_mut().expect("set above");
+            match f(c) {
+                Ok(Some(v)) => return Ok(v),
+                Ok(None) => return Err("no row".into()),
+                Err(e) => {
+                    self.conn = None;
+                    if attempt == 1 {
+                        return Err(describe_error(&e).1);
+                    }
+                }
+            }
+        }
+        Err("no connection".into())
+    }
+
+    /// The server's `Uptime` in seconds.
+    pub fn uptime(&mut self) -> std::result::Result<u64, String> {
+        self.with(|c| {
+            c.query_first::<(String, u64), _>("SHOW GLOBAL STATUS LIKE 'Uptime'")
+                .map(|r| r.map(|(_, v)| v))
+        })
+    }
+
+    /// `@@GLOBAL.var` as text (the name was validated as an identifier by the variant parser).
+    pub fn global(&mut self, var: &str) -> std::result::Result<String, String> {
+        let sql = format!("SELECT @@GLOBAL.{var}");
+        self.with(|c| {
+            c.query_first::<mysql::Value, _>(&sql)
+                .map(|r| r.map(|v| value_text(&v)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_tile_the_measured_period() {
+        let (k, w) = windows_of(Duration::from_secs(10));
+        assert_eq!((k, w), (20, Duration::from_millis(500)));
+        let (k, w) = windows_of(Duration::from_millis(1200));
+        assert_eq!(k, 2);
+        assert!((w.as_secs_f64() - 0.6).abs() < 1e-9);
+        assert_eq!(windows_of(Duration::from_millis(200)).0, 1);
+    }
+
+    #[test]
+    fn statement_capacity_respects_the_server_limit() {
+        // read-write at 4 tables, 64 clients, default limit 16382: everything fits.
+        assert_eq!(stmt_capacity(36, 64, Some(16382), 0), 36);
+        // 64 tables x 9 statements x 64 clients = 36,864 > 16,382: each gets its share.
+        let c = stmt_capacity(576, 64, Some(16382), 100);
+        assert_eq!(c, ((16382 - 100) as f64 * STMT_BUDGET_SHARE) as usize / 64);
+        assert!(c * 64 < 16382);
+        // A server that allows none still gets 1 (the error then names the limit).
+        assert_eq!(stmt_capacity(10, 8, Some(0), 0), 1);
+        assert_eq!(stmt_capacity(10, 8, None, 0), 10);
+    }
 }

@@ -1,10 +1,14 @@
-//! Workloads modeled on sysbench 1.0's `oltp_*` scripts (same statements, counts and range
-//! size by default), plus a custom statement list from a file. Statements are prepared once per
-//! connection and run over the binary protocol; BEGIN/COMMIT are counted as queries, as
-//! sysbench counts them ("other").
+//! Workloads modeled on sysbench 1.0's `oltp_*` scripts (`oltp_common.lua`: the same statement
+//! texts, counts, range size, value shapes, and one random table per group of statements).
+//! Statements are prepared per connection and run over the binary protocol; BEGIN/COMMIT are
+//! counted as queries, as sysbench counts them ("other").
 //!
-//! Differences from sysbench, on purpose: ids are drawn uniformly (sysbench's default is its
-//! "special" distribution); each statement picks its own random table, as sysbench does.
+//! Differences from sysbench, on purpose (listed in the README): ids are drawn uniformly
+//! (sysbench 1.0's default is its "special" distribution, hot spots at the ends); BEGIN and COMMIT
+//! are sent as plain queries, not prepared statements; an error rolls the transaction back and
+//! is counted (sysbench aborts on most errors and retries deadlocks).
+
+use std::collections::HashMap;
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement, Value};
@@ -99,7 +103,15 @@ pub struct CustomStmt {
     pub sql: String,
     pub params: Vec<Param>,
     pub per_table: bool,
+    /// Line in the file (1-based) and its text, for messages.
+    #[serde(default)]
+    pub line: usize,
+    #[serde(default)]
+    pub text: String,
 }
+
+/// Most statements a `--sql` file may hold.
+pub const MAX_CUSTOM: usize = 1000;
 
 pub const SQL_FORM: &str = "one statement per line; placeholders {table} (a random sbtestN), {id} (a random existing id), {k} (a random integer), {c} and {pad} (random strings); lines starting with -- or # are comments";
 
@@ -149,16 +161,206 @@ pub fn parse_sql_file(text: &str) -> Result<Vec<CustomStmt>, String> {
             rest = &rest[open + close + 1..];
         }
         sql.push_str(rest);
+        if out.len() == MAX_CUSTOM {
+            return Err(format!(
+                "--sql line {}: more than {MAX_CUSTOM} statements; {SQL_FORM}",
+                i + 1
+            ));
+        }
         out.push(CustomStmt {
             sql,
             params,
             per_table,
+            line: i + 1,
+            text: l.to_string(),
         });
     }
     if out.is_empty() {
         return Err(format!("--sql: the file has no statement; {SQL_FORM}"));
     }
     Ok(out)
+}
+
+/// What a `--sql` statement does, judged by its leading keyword (and, for writes, by the
+/// schemas it names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StmtClass {
+    /// SELECT (not INTO OUTFILE/DUMPFILE), or WITH ... SELECT.
+    Read,
+    /// INSERT, UPDATE, DELETE, REPLACE (also WITH ... UPDATE/DELETE).
+    Write,
+    /// BEGIN, START TRANSACTION, COMMIT, ROLLBACK, SAVEPOINT, RELEASE.
+    Transaction,
+    /// Anything else: DDL (CREATE, DROP, ALTER, TRUNCATE, RENAME), SET, GRANT, CALL, LOAD ...
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Ident(String),
+    Dot,
+    Other,
+}
+
+/// Identifiers (plain or `quoted`), dots and everything else; string literals and comments
+/// are skipped.
+fn tokens(sql: &str) -> Vec<Tok> {
+    let b: Vec<char> = sql.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == '\'' || c == '"' {
+            i += 1;
+            while i < b.len() && b[i] != c {
+                if b[i] == '\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push(Tok::Other);
+        } else if c == '`' {
+            let start = i + 1;
+            i += 1;
+            while i < b.len() && b[i] != '`' {
+                i += 1;
+            }
+            out.push(Tok::Ident(b[start..i.min(b.len())].iter().collect()));
+            i += 1;
+        } else if c == '/' && b.get(i + 1) == Some(&'*') {
+            i += 2;
+            while i + 1 < b.len() && !(b[i] == '*' && b[i + 1] == '/') {
+                i += 1;
+            }
+            i += 2;
+        } else if c == '.' {
+            out.push(Tok::Dot);
+            i += 1;
+        } else if c.is_alphanumeric() || c == '_' || c == '$' || c == '{' || c == '}' {
+            let start = i;
+            while i < b.len() && (b[i].is_alphanumeric() || "_${}".contains(b[i])) {
+                i += 1;
+            }
+            out.push(Tok::Ident(b[start..i].iter().collect()));
+        } else {
+            if !c.is_whitespace() {
+                out.push(Tok::Other);
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Classify a statement by its keywords.
+pub fn classify(sql: &str) -> StmtClass {
+    let words: Vec<String> = tokens(sql)
+        .into_iter()
+        .filter_map(|t| match t {
+            Tok::Ident(w) => Some(w.to_ascii_uppercase()),
+            _ => None,
+        })
+        .collect();
+    let has = |k: &str| words.iter().any(|w| w == k);
+    match words.first().map(String::as_str) {
+        Some("SELECT") if has("OUTFILE") || has("DUMPFILE") => StmtClass::Other,
+        Some("SELECT") => StmtClass::Read,
+        Some("WITH") if has("UPDATE") || has("DELETE") || has("INSERT") || has("REPLACE") => {
+            if has("OUTFILE") || has("DUMPFILE") {
+                StmtClass::Other
+            } else {
+                StmtClass::Write
+            }
+        }
+        Some("WITH") if has("OUTFILE") || has("DUMPFILE") => StmtClass::Other,
+        Some("WITH") => StmtClass::Read,
+        Some("INSERT" | "UPDATE" | "DELETE" | "REPLACE") => StmtClass::Write,
+        Some("BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE") => {
+            StmtClass::Transaction
+        }
+        _ => StmtClass::Other,
+    }
+}
+
+/// Schemas a statement names as a qualifier (`schema.table`), among `known` (the server's
+/// schemas, compared case-insensitively), other than `scratch`.
+pub fn foreign_schemas(sql: &str, known: &[String], scratch: &str) -> Vec<String> {
+    let t = tokens(sql);
+    let mut out: Vec<String> = Vec::new();
+    for w in t.windows(3) {
+        if let [Tok::Ident(a), Tok::Dot, Tok::Ident(_)] = w {
+            if !a.eq_ignore_ascii_case(scratch)
+                && known.iter().any(|k| k.eq_ignore_ascii_case(a))
+                && !out.iter().any(|o| o.eq_ignore_ascii_case(a))
+            {
+                out.push(a.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Why a `--sql` statement may not run without `--allow-writes-outside` (None: it may).
+pub fn refuse_custom(st: &CustomStmt, known: &[String], scratch: &str) -> Option<String> {
+    match classify(&st.sql) {
+        StmtClass::Read | StmtClass::Transaction => None,
+        StmtClass::Other => Some(
+            "it is not a SELECT, INSERT, UPDATE, DELETE, REPLACE or transaction statement (DDL, SET, GRANT, CALL, LOAD and SELECT ... INTO OUTFILE change the server beyond the scratch schema)".to_string(),
+        ),
+        StmtClass::Write => {
+            let f = foreign_schemas(&st.sql, known, scratch);
+            if f.is_empty() {
+                None
+            } else {
+                Some(format!(
+                    "it writes and names schema {} outside the scratch schema {scratch}",
+                    f.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// Check a custom workload against the server before any load or change: every statement is
+/// allowed (see [`refuse_custom`]; skipped with `allow_writes_outside`) and prepares (not
+/// executes) without error, with `{table}` as `sbtest1`. `conn` must be in the scratch schema.
+/// Returns the offending line, its text and the reason.
+pub fn check_custom(
+    conn: &mut Conn,
+    custom: &[CustomStmt],
+    scratch: &str,
+    allow_writes_outside: bool,
+) -> Result<(), (usize, String, String)> {
+    let known: Vec<String> = conn.query("SHOW DATABASES").unwrap_or_default();
+    for st in custom {
+        if !allow_writes_outside {
+            if let Some(why) = refuse_custom(st, &known, scratch) {
+                return Err((
+                    st.line,
+                    st.text.clone(),
+                    format!("refused: {why}; pass --allow-writes-outside to run it anyway"),
+                ));
+            }
+        }
+        let sql = st.sql.replace("{table}", "sbtest1");
+        match conn.prep(&sql) {
+            Ok(p) => {
+                let _ = conn.close(p);
+            }
+            Err(e) => {
+                return Err((
+                    st.line,
+                    st.text.clone(),
+                    format!(
+                        "the server cannot prepare it ({}); fix the statement",
+                        super::describe_error(&e).1
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What one client runs.
@@ -171,24 +373,70 @@ pub struct Workload {
     pub custom: Vec<CustomStmt>,
 }
 
-/// Prepared statements of one table (None where the workload does not use them).
-struct TableStmts {
-    point: Statement,
-    simple: Option<Statement>,
-    sum: Option<Statement>,
-    order: Option<Statement>,
-    distinct: Option<Statement>,
-    idx_upd: Option<Statement>,
-    non_idx_upd: Option<Statement>,
-    delete: Option<Statement>,
-    insert: Option<Statement>,
+/// One statement of a built-in mix, per table (sysbench's statement names in the comments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Which {
+    /// point_selects
+    Point,
+    /// simple_ranges
+    Simple,
+    /// sum_ranges
+    Sum,
+    /// order_ranges
+    Order,
+    /// distinct_ranges
+    Distinct,
+    /// index_updates
+    IdxUpd,
+    /// non_index_updates
+    NonIdxUpd,
+    /// deletes
+    Delete,
+    /// inserts
+    Insert,
+    /// Line `i` of a `--sql` file.
+    Custom(u16),
 }
 
-/// A connection's prepared state for one workload.
+struct Slot {
+    stmt: Statement,
+    last_use: u64,
+}
+
+/// A connection's prepared statements for one workload, owned here rather than by the mysql
+/// crate's per-connection cache (connections are opened with `stmt_cache_size(0)`): that cache
+/// holds 32 statements and closes the least recently used one on the server when a 33rd is
+/// prepared, while the workload still holds it (`ERROR 1243: Unknown prepared statement
+/// handler`). Here a statement is closed only when this store evicts it, and never while a
+/// transaction is about to use it: [`Workload::run_txn`] asks for each statement right before
+/// executing it.
+///
+/// The store's capacity is the client's share of the server's `max_prepared_stmt_count` (a
+/// server-wide limit, 16382 by default): with many tables and many clients not every
+/// statement of every table fits, and the least recently used ones are closed and prepared
+/// again when needed (counted in [`Prepared::late_prepares`]).
 pub struct Prepared {
-    tables: Vec<TableStmts>,
-    /// custom[statement][table] (one entry when the statement has no {table}).
-    custom: Vec<Vec<Statement>>,
+    cap: usize,
+    map: HashMap<(u32, Which), Slot>,
+    tick: u64,
+    /// Statements prepared after the step started (a table whose statements did not fit the
+    /// capacity before the step, or one evicted since).
+    pub late_prepares: u64,
+    /// Statements closed to stay within the capacity.
+    pub evictions: u64,
+}
+
+impl Prepared {
+    /// How many statements are prepared on the connection now.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
 }
 
 /// sysbench's c/pad values: groups of 11 digits separated by '-'.
@@ -213,125 +461,223 @@ pub fn pad_value(rng: &mut SmallRng) -> String {
 }
 
 impl Workload {
-    /// Prepare this workload's statements on a connection.
-    pub fn prepare(&self, conn: &mut Conn) -> mysql::Result<Prepared> {
+    /// The statements this workload runs on each table, in the order a transaction uses them.
+    fn per_table(&self) -> Vec<Which> {
         let reads = matches!(self.kind, Kind::ReadOnly | Kind::ReadWrite);
         let writes = matches!(self.kind, Kind::WriteOnly | Kind::ReadWrite);
-        let mut tables = Vec::new();
-        if self.kind != Kind::Custom {
-            for t in 1..=self.tables {
-                let point = conn.prep(format!("SELECT c FROM sbtest{t} WHERE id=?"))?;
-                let mut p = |on: bool, sql: String| -> mysql::Result<Option<Statement>> {
-                    if on {
-                        conn.prep(sql).map(Some)
-                    } else {
-                        Ok(None)
+        let m = &self.mix;
+        let mut v = Vec::new();
+        match self.kind {
+            Kind::PointSelect => v.push(Which::Point),
+            Kind::Custom => {
+                for (i, st) in self.custom.iter().enumerate() {
+                    if st.per_table {
+                        v.push(Which::Custom(i as u16));
                     }
-                };
-                tables.push(TableStmts {
-                    point,
-                    simple: p(
-                        reads,
-                        format!("SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ?"),
-                    )?,
-                    sum: p(
-                        reads,
-                        format!("SELECT SUM(k) FROM sbtest{t} WHERE id BETWEEN ? AND ?"),
-                    )?,
-                    order: p(
-                        reads,
-                        format!("SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c"),
-                    )?,
-                    distinct: p(
-                        reads,
-                        format!(
-                            "SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c"
-                        ),
-                    )?,
-                    idx_upd: p(writes, format!("UPDATE sbtest{t} SET k=k+1 WHERE id=?"))?,
-                    non_idx_upd: p(writes, format!("UPDATE sbtest{t} SET c=? WHERE id=?"))?,
-                    delete: p(writes, format!("DELETE FROM sbtest{t} WHERE id=?"))?,
-                    insert: p(
-                        writes,
-                        format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)"),
-                    )?,
-                });
-            }
-        }
-        let mut custom = Vec::new();
-        for st in &self.custom {
-            let mut per = Vec::new();
-            if st.per_table {
-                for t in 1..=self.tables {
-                    per.push(conn.prep(st.sql.replace("{table}", &format!("sbtest{t}")))?);
                 }
-            } else {
-                per.push(conn.prep(&st.sql)?);
             }
-            custom.push(per);
+            _ => {
+                if reads && m.point_selects > 0 {
+                    v.push(Which::Point);
+                }
+                if reads && m.ranges > 0 {
+                    v.extend([Which::Simple, Which::Sum, Which::Order, Which::Distinct]);
+                }
+                if writes && m.index_updates > 0 {
+                    v.push(Which::IdxUpd);
+                }
+                if writes && m.non_index_updates > 0 {
+                    v.push(Which::NonIdxUpd);
+                }
+                if writes && m.delete_inserts > 0 {
+                    v.extend([Which::Delete, Which::Insert]);
+                }
+            }
         }
-        Ok(Prepared { tables, custom })
+        v
+    }
+
+    /// Statements not tied to a table (custom lines without `{table}`).
+    fn global_stmts(&self) -> Vec<Which> {
+        self.custom
+            .iter()
+            .enumerate()
+            .filter(|(_, st)| !st.per_table)
+            .map(|(i, _)| Which::Custom(i as u16))
+            .collect()
+    }
+
+    /// How many statements one connection needs to hold every statement of every table.
+    pub fn statements_needed(&self) -> usize {
+        self.per_table().len() * self.tables.max(1) as usize + self.global_stmts().len()
+    }
+
+    fn sql(&self, table: u32, w: Which) -> String {
+        let t = table;
+        match w {
+            Which::Point => format!("SELECT c FROM sbtest{t} WHERE id=?"),
+            Which::Simple => format!("SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ?"),
+            Which::Sum => format!("SELECT SUM(k) FROM sbtest{t} WHERE id BETWEEN ? AND ?"),
+            Which::Order => format!("SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c"),
+            Which::Distinct => {
+                format!("SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c")
+            }
+            Which::IdxUpd => format!("UPDATE sbtest{t} SET k=k+1 WHERE id=?"),
+            Which::NonIdxUpd => format!("UPDATE sbtest{t} SET c=? WHERE id=?"),
+            Which::Delete => format!("DELETE FROM sbtest{t} WHERE id=?"),
+            Which::Insert => format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)"),
+            Which::Custom(i) => {
+                let st = &self.custom[i as usize];
+                if st.per_table {
+                    st.sql.replace("{table}", &format!("sbtest{t}"))
+                } else {
+                    st.sql.clone()
+                }
+            }
+        }
+    }
+
+    /// Prepare this workload's statements on a connection, table by table, up to `cap`
+    /// statements (at least 1); the rest are prepared when first used. Call it before the step
+    /// clock starts.
+    pub fn prepare(&self, conn: &mut Conn, cap: usize) -> mysql::Result<Prepared> {
+        let mut p = Prepared {
+            cap: cap.max(1),
+            map: HashMap::new(),
+            tick: 0,
+            late_prepares: 0,
+            evictions: 0,
+        };
+        let per = self.per_table();
+        let mut todo: Vec<(u32, Which)> = self.global_stmts().into_iter().map(|w| (0, w)).collect();
+        for t in 1..=self.tables.max(1) {
+            todo.extend(per.iter().map(|&w| (t, w)));
+        }
+        for (t, w) in todo.into_iter().take(p.cap) {
+            let stmt = conn.prep(self.sql(t, w))?;
+            p.map.insert((t, w), Slot { stmt, last_use: 0 });
+        }
+        Ok(p)
+    }
+
+    /// The prepared statement for `w` on table `t`, preparing it now if needed (evicting and
+    /// closing the least recently used statement when the store is full).
+    fn stmt(
+        &self,
+        conn: &mut Conn,
+        p: &mut Prepared,
+        t: u32,
+        w: Which,
+    ) -> mysql::Result<Statement> {
+        p.tick += 1;
+        let tick = p.tick;
+        if let Some(slot) = p.map.get_mut(&(t, w)) {
+            slot.last_use = tick;
+            return Ok(slot.stmt.clone());
+        }
+        if p.map.len() >= p.cap {
+            let oldest = p
+                .map
+                .iter()
+                .min_by_key(|(_, s)| s.last_use)
+                .map(|(k, _)| *k);
+            if let Some(k) = oldest {
+                if let Some(slot) = p.map.remove(&k) {
+                    conn.close(slot.stmt)?;
+                    p.evictions += 1;
+                }
+            }
+        }
+        let stmt = conn.prep(self.sql(t, w))?;
+        p.late_prepares += 1;
+        p.map.insert(
+            (t, w),
+            Slot {
+                stmt: stmt.clone(),
+                last_use: tick,
+            },
+        );
+        Ok(stmt)
     }
 
     fn id(&self, rng: &mut SmallRng) -> i64 {
         rng.gen_range(1..=self.table_size.max(1)) as i64
     }
 
+    fn table(&self, rng: &mut SmallRng) -> u32 {
+        rng.gen_range(1..=self.tables.max(1))
+    }
+
     /// Run one transaction (one sysbench "event"); returns the number of queries it sent.
     /// On error the caller rolls back.
-    pub fn run_txn(&self, conn: &mut Conn, p: &Prepared, rng: &mut SmallRng) -> mysql::Result<u64> {
+    pub fn run_txn(
+        &self,
+        conn: &mut Conn,
+        p: &mut Prepared,
+        rng: &mut SmallRng,
+    ) -> mysql::Result<u64> {
         if self.kind == Kind::Custom {
             return self.run_custom(conn, p, rng);
         }
-        let n_tables = p.tables.len();
-        let pick = |rng: &mut SmallRng| &p.tables[rng.gen_range(0..n_tables)];
         if self.kind == Kind::PointSelect {
-            let t = pick(rng);
-            conn.exec_drop(&t.point, (self.id(rng),))?;
+            let t = self.table(rng);
+            let st = self.stmt(conn, p, t, Which::Point)?;
+            conn.exec_drop(&st, (self.id(rng),))?;
             return Ok(1);
         }
         let m = &self.mix;
         let mut q = 0u64;
         conn.query_drop("BEGIN")?;
         q += 1;
+        // As sysbench's oltp_common.lua: one random table per group of statements (the 10
+        // point selects share one table, each range kind its own, and so on).
         if matches!(self.kind, Kind::ReadOnly | Kind::ReadWrite) {
-            for _ in 0..m.point_selects {
-                let t = pick(rng);
-                conn.exec_drop(&t.point, (self.id(rng),))?;
-                q += 1;
+            if m.point_selects > 0 {
+                let t = self.table(rng);
+                for _ in 0..m.point_selects {
+                    let st = self.stmt(conn, p, t, Which::Point)?;
+                    conn.exec_drop(&st, (self.id(rng),))?;
+                    q += 1;
+                }
             }
-            for _ in 0..m.ranges {
-                for which in 0..4 {
-                    let t = pick(rng);
-                    let st = [&t.simple, &t.sum, &t.order, &t.distinct][which];
-                    if let Some(st) = st {
+            if m.ranges > 0 {
+                for w in [Which::Simple, Which::Sum, Which::Order, Which::Distinct] {
+                    let t = self.table(rng);
+                    for _ in 0..m.ranges {
+                        let st = self.stmt(conn, p, t, w)?;
                         let lo = self.id(rng);
-                        conn.exec_drop(st, (lo, lo + m.range_size as i64 - 1))?;
+                        conn.exec_drop(&st, (lo, lo + m.range_size as i64 - 1))?;
                         q += 1;
                     }
                 }
             }
         }
         if matches!(self.kind, Kind::WriteOnly | Kind::ReadWrite) {
-            for _ in 0..m.index_updates {
-                if let Some(st) = &pick(rng).idx_upd {
-                    conn.exec_drop(st, (self.id(rng),))?;
+            if m.index_updates > 0 {
+                let t = self.table(rng);
+                for _ in 0..m.index_updates {
+                    let st = self.stmt(conn, p, t, Which::IdxUpd)?;
+                    conn.exec_drop(&st, (self.id(rng),))?;
                     q += 1;
                 }
             }
-            for _ in 0..m.non_index_updates {
-                if let Some(st) = &pick(rng).non_idx_upd {
-                    conn.exec_drop(st, (c_value(rng), self.id(rng)))?;
+            if m.non_index_updates > 0 {
+                let t = self.table(rng);
+                for _ in 0..m.non_index_updates {
+                    let st = self.stmt(conn, p, t, Which::NonIdxUpd)?;
+                    conn.exec_drop(&st, (c_value(rng), self.id(rng)))?;
                     q += 1;
                 }
             }
-            for _ in 0..m.delete_inserts {
-                let t = pick(rng);
-                if let (Some(d), Some(i)) = (&t.delete, &t.insert) {
+            if m.delete_inserts > 0 {
+                let t = self.table(rng);
+                for _ in 0..m.delete_inserts {
                     let id = self.id(rng);
-                    conn.exec_drop(d, (id,))?;
                     let k = self.id(rng);
-                    conn.exec_drop(i, (id, k, c_value(rng), pad_value(rng)))?;
+                    let d = self.stmt(conn, p, t, Which::Delete)?;
+                    conn.exec_drop(&d, (id,))?;
+                    let i = self.stmt(conn, p, t, Which::Insert)?;
+                    conn.exec_drop(&i, (id, k, c_value(rng), pad_value(rng)))?;
                     q += 2;
                 }
             }
@@ -340,12 +686,18 @@ impl Workload {
         Ok(q + 1)
     }
 
-    fn run_custom(&self, conn: &mut Conn, p: &Prepared, rng: &mut SmallRng) -> mysql::Result<u64> {
+    fn run_custom(
+        &self,
+        conn: &mut Conn,
+        p: &mut Prepared,
+        rng: &mut SmallRng,
+    ) -> mysql::Result<u64> {
         // One draw per pass, shared by every placeholder, so DELETE + INSERT of one id works.
-        let table = rng.gen_range(0..self.tables.max(1) as usize);
+        let table = self.table(rng);
         let (id, k, c, pad) = (self.id(rng), self.id(rng), c_value(rng), pad_value(rng));
-        for (st, prepared) in self.custom.iter().zip(&p.custom) {
-            let stmt = &prepared[if st.per_table { table } else { 0 }];
+        for (i, st) in self.custom.iter().enumerate() {
+            let t = if st.per_table { table } else { 0 };
+            let stmt = self.stmt(conn, p, t, Which::Custom(i as u16))?;
             let params: Vec<Value> = st
                 .params
                 .iter()
@@ -357,9 +709,9 @@ impl Workload {
                 })
                 .collect();
             if params.is_empty() {
-                conn.exec_drop(stmt, ())?;
+                conn.exec_drop(&stmt, ())?;
             } else {
-                conn.exec_drop(stmt, params)?;
+                conn.exec_drop(&stmt, params)?;
             }
         }
         Ok(self.custom.len() as u64)
@@ -398,6 +750,57 @@ mod tests {
         assert!(parse_sql_file("-- only\n")
             .unwrap_err()
             .contains("no statement"));
+    }
+
+    #[test]
+    fn custom_statements_are_classified_and_foreign_writes_found() {
+        assert_eq!(
+            classify("SELECT c FROM {table} WHERE id=?"),
+            StmtClass::Read
+        );
+        assert_eq!(classify("  select 1"), StmtClass::Read);
+        assert_eq!(
+            classify("SELECT * FROM t INTO OUTFILE '/tmp/x'"),
+            StmtClass::Other
+        );
+        assert_eq!(classify("/* hi */ DROP TABLE {table}"), StmtClass::Other);
+        assert_eq!(classify("TRUNCATE sbtest1"), StmtClass::Other);
+        assert_eq!(classify("SET GLOBAL x=1"), StmtClass::Other);
+        assert_eq!(classify("delete from mysql.user"), StmtClass::Write);
+        assert_eq!(
+            classify("WITH a AS (SELECT 1) DELETE FROM t"),
+            StmtClass::Write
+        );
+        assert_eq!(classify("COMMIT"), StmtClass::Transaction);
+        let known = vec!["mysql".to_string(), "appdb".into(), "spinscope".into()];
+        assert_eq!(
+            foreign_schemas("DELETE FROM `mysql`.user WHERE 1", &known, "spinscope"),
+            vec!["mysql"]
+        );
+        assert!(foreign_schemas(
+            "UPDATE spinscope.sbtest1 t SET t.c='appdb.x'",
+            &known,
+            "spinscope"
+        )
+        .is_empty());
+        let st = |sql: &str| parse_sql_file(sql).unwrap().remove(0);
+        assert!(refuse_custom(
+            &st("UPDATE {table} SET k=k+1 WHERE id={id}"),
+            &known,
+            "spinscope"
+        )
+        .is_none());
+        assert!(refuse_custom(&st("SELECT * FROM appdb.orders"), &known, "spinscope").is_none());
+        let r = refuse_custom(
+            &st("INSERT INTO appdb.t SELECT * FROM {table}"),
+            &known,
+            "spinscope",
+        )
+        .unwrap();
+        assert!(r.contains("appdb"), "{r}");
+        let r = refuse_custom(&st("DROP TABLE {table}"), &known, "spinscope").unwrap();
+        assert!(r.contains("DDL"), "{r}");
+        assert_eq!(st("  SELECT 1;").line, 1);
     }
 
     #[test]

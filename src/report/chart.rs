@@ -20,12 +20,34 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// A point drawn as a red cross with its reason as a tooltip and a legend entry (a sweep
+/// step left out of the analysis as invalid).
+pub struct Mark {
+    pub x: f64,
+    pub y: f64,
+    pub label: String,
+}
+
 /// Draw a line chart; y starts at 0. Non-finite points are skipped.
 pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
+    line_chart_marked(title, x_label, y_label, series, &[])
+}
+
+/// [`line_chart`] plus marked points (red crosses with a `<title>` tooltip each, and one
+/// legend line "x invalid step").
+pub fn line_chart_marked(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    marks: &[Mark],
+) -> String {
     let (w, h, left, right, top, bottom) = (760.0, 420.0, 70.0, 170.0, 40.0, 50.0);
+    let mark_pts: Vec<(f64, f64)> = marks.iter().map(|m| (m.x, m.y)).collect();
     let pts = series
         .iter()
         .flat_map(|s| s.points.iter())
+        .chain(mark_pts.iter())
         .filter(|p| p.0.is_finite() && p.1.is_finite());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for &(x, y) in pts {
@@ -74,6 +96,7 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     let mut xs: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
+        .chain(marks.iter().map(|m| m.x))
         .filter(|x| x.is_finite())
         .collect();
     xs.sort_by(|a, b| a.total_cmp(b));
@@ -124,6 +147,35 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
             esc(&se.name)
         );
     }
+    let shown: Vec<&Mark> = marks
+        .iter()
+        .filter(|m| m.x.is_finite() && m.y.is_finite())
+        .collect();
+    for m in &shown {
+        let (px, py) = (sx(m.x), sy(m.y));
+        let _ = writeln!(
+            s,
+            r##"<g stroke="#d00" stroke-width="2"><title>{}</title><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/></g>"##,
+            esc(&m.label),
+            px - 5.0,
+            py - 5.0,
+            px + 5.0,
+            py + 5.0,
+            px - 5.0,
+            py + 5.0,
+            px + 5.0,
+            py - 5.0
+        );
+    }
+    if !shown.is_empty() {
+        let ly = top + 14.0 + series.len() as f64 * 18.0;
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" fill="#d00">x invalid step (left out)</text>"##,
+            left + pw + 10.0,
+            ly + 4.0
+        );
+    }
     s.push_str("</svg>\n");
     s
 }
@@ -152,6 +204,23 @@ mod tests {
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
         assert_eq!(s.matches("<polyline").count(), 2);
         assert!(s.contains("t&lt;1&gt;"));
+        assert!(!s.contains("invalid step"));
+        let m = line_chart_marked(
+            "t",
+            "threads",
+            "ops/s",
+            &[Series {
+                name: "a".into(),
+                points: vec![(1.0, 10.0)],
+            }],
+            &[Mark {
+                x: 2.0,
+                y: 3.0,
+                label: "threads 2 a #1 invalid: errors <5%>".into(),
+            }],
+        );
+        assert!(m.contains("<title>threads 2 a #1 invalid: errors &lt;5%&gt;</title>"));
+        assert!(m.contains("invalid step (left out)"));
         assert_eq!(
             s,
             line_chart(

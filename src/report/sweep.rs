@@ -109,6 +109,35 @@ pub struct StepDoc {
     pub little: Little,
     pub open_loop: Option<OpenLoop>,
     pub histogram: HistogramDoc,
+    /// Why the step is invalid and left out of the analysis (None: valid). See
+    /// `analysis::validity`.
+    #[serde(default)]
+    pub invalid: Option<String>,
+    /// Length of each `windows_tps` window, seconds.
+    #[serde(default)]
+    pub window_s: f64,
+    /// Seconds each client took to connect and prepare before the step clock started.
+    #[serde(default)]
+    pub setup_s: f64,
+    #[serde(default)]
+    pub statements: StmtStats,
+    /// The server's Uptime before and after the step, seconds.
+    #[serde(default)]
+    pub uptime_s: Option<(u64, u64)>,
+    /// The variant's variables as read again at the end of the step.
+    #[serde(default)]
+    pub settings_after: Vec<Setting>,
+}
+
+/// Prepared statements of one step's clients.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct StmtStats {
+    /// Statements the workload has over all tables.
+    pub needed: usize,
+    /// Statements each client kept prepared (its share of max_prepared_stmt_count).
+    pub per_client: usize,
+    /// Statements prepared during the step because they did not fit (summed over clients).
+    pub prepared_during_step: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,6 +156,10 @@ pub struct VariantAnalysis {
     pub points: Vec<Point>,
     pub knee: Knee,
     pub usl: Option<UslFit>,
+    /// Set when the variant's throughput is significantly below the baseline's: where, and by
+    /// how much.
+    #[serde(default)]
+    pub harmful: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,8 +167,14 @@ pub struct AbResult {
     pub threads: u32,
     pub baseline: String,
     pub variant: String,
-    /// Throughput of `variant` against `baseline`.
-    pub tps: Verdict,
+    /// Mean throughput over the valid repeats (the table's tps averaged), both sides.
+    pub baseline_tps: f64,
+    pub variant_tps: f64,
+    /// Throughput of `variant` against `baseline` (None: no verdict, see `text`).
+    pub tps: Option<Verdict>,
+    /// The verdict in words, or why there is none ("too little data for a verdict: ...",
+    /// "no verdict: ... is invalid").
+    pub text: String,
     /// Median p99 of `variant` / median p99 of `baseline`.
     pub p99_ratio: f64,
 }
@@ -146,6 +185,9 @@ pub struct Analysis {
     pub ab: Vec<AbResult>,
     /// The method behind the A/B verdicts, in one sentence.
     pub ab_method: String,
+    /// Steps left out of the knee, USL, Little and A/B as invalid, with the reason.
+    #[serde(default)]
+    pub left_out: Vec<String>,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -153,9 +195,14 @@ fn median(v: &mut [f64]) -> f64 {
     crate::analysis::stats::quantile_sorted(v, 0.5)
 }
 
-/// Steps usable for analysis: not interrupted, something measured.
+/// Steps usable for analysis: not interrupted, something measured, valid.
 fn usable(s: &StepDoc) -> bool {
-    !s.interrupted && s.txns > 0
+    !s.interrupted && s.txns > 0 && s.invalid.is_none()
+}
+
+/// "threads 4 d200 #2", how a step is named in notes.
+pub fn step_label(s: &StepDoc) -> String {
+    format!("threads {} {} #{}", s.threads, s.variant, s.repeat)
 }
 
 /// Points of one variant, one per concurrency, in ladder order.
@@ -191,12 +238,22 @@ fn sla_latency(s: &StepDoc, sla: &Sla) -> f64 {
 }
 
 /// Analyse the steps: per variant the knee and USL fit; per concurrency each variant against
-/// the first one.
+/// the first one. Invalid steps are left out and listed; no verdict is given at a concurrency
+/// where a step of either side is invalid.
 pub fn analyze(steps: &[StepDoc], variants: &[Variant], sla: Option<&Sla>) -> Analysis {
     let mut out = Analysis {
-        ab_method: "two-level bootstrap (repeats, then 0.5 s windows) of the relative difference of mean throughput, 2000 replicates, 95% percentile interval".into(),
+        ab_method: abtest::METHOD.into(),
         ..Analysis::default()
     };
+    out.left_out = steps
+        .iter()
+        .filter(|s| !s.interrupted)
+        .filter_map(|s| {
+            s.invalid
+                .as_ref()
+                .map(|why| format!("{}: {why}", step_label(s)))
+        })
+        .collect();
     for v in variants {
         let pts = points(steps, &v.name);
         let sp: Vec<StepPoint> = pts
@@ -221,6 +278,7 @@ pub fn analyze(steps: &[StepDoc], variants: &[Variant], sla: Option<&Sla>) -> An
             knee: knee::find_knee(&sp, sla),
             usl: usl::fit(&xy),
             points: pts,
+            harmful: None,
         });
     }
     if let Some(base) = variants.first() {
@@ -229,39 +287,146 @@ pub fn analyze(steps: &[StepDoc], variants: &[Variant], sla: Option<&Sla>) -> An
         threads.dedup();
         for v in variants.iter().skip(1) {
             for &n in &threads {
-                let groups = |name: &str| -> Vec<Vec<f64>> {
+                let of = |name: &str| -> Vec<&StepDoc> {
                     steps
                         .iter()
-                        .filter(|s| s.variant == name && s.threads == n && usable(s))
-                        .map(|s| {
-                            if s.windows_tps.is_empty() {
-                                vec![s.tps]
-                            } else {
-                                s.windows_tps.clone()
-                            }
-                        })
+                        .filter(|s| s.variant == name && s.threads == n && !s.interrupted)
                         .collect()
                 };
-                let (a, b) = (groups(&base.name), groups(&v.name));
-                if let Some(verdict) = abtest::compare(&a, &b, u64::from(n)) {
-                    let p99 = |name: &str| {
-                        let mut v: Vec<f64> = steps
-                            .iter()
-                            .filter(|s| s.variant == name && s.threads == n && usable(s))
-                            .map(|s| s.latency_us.p99)
-                            .collect();
-                        median(&mut v)
+                let (sa, sb) = (of(&base.name), of(&v.name));
+                if sa.is_empty() || sb.is_empty() {
+                    continue;
+                }
+                let bad: Vec<String> = sa
+                    .iter()
+                    .chain(sb.iter())
+                    .filter(|s| s.invalid.is_some() || s.txns == 0)
+                    .map(|s| step_label(s))
+                    .collect();
+                let mean_tps = |v: &[&StepDoc]| -> f64 {
+                    let ok: Vec<f64> = v.iter().filter(|s| usable(s)).map(|s| s.tps).collect();
+                    if ok.is_empty() {
+                        f64::NAN
+                    } else {
+                        ok.iter().sum::<f64>() / ok.len() as f64
+                    }
+                };
+                let p99 = |v: &[&StepDoc]| {
+                    let mut x: Vec<f64> = v
+                        .iter()
+                        .filter(|s| usable(s))
+                        .map(|s| s.latency_us.p99)
+                        .collect();
+                    median(&mut x)
+                };
+                let (tps, text) = if !bad.is_empty() {
+                    (
+                        None,
+                        format!(
+                            "no verdict: {} {} invalid (see the steps left out)",
+                            bad.join(", "),
+                            if bad.len() == 1 { "is" } else { "are" }
+                        ),
+                    )
+                } else {
+                    let groups = |v: &[&StepDoc]| -> Vec<Vec<f64>> {
+                        v.iter()
+                            .map(|s| {
+                                if s.windows_tps.is_empty() {
+                                    vec![s.tps]
+                                } else {
+                                    s.windows_tps.clone()
+                                }
+                            })
+                            .collect()
                     };
-                    out.ab.push(AbResult {
-                        threads: n,
-                        baseline: base.name.clone(),
-                        variant: v.name.clone(),
-                        tps: verdict,
-                        p99_ratio: p99(&v.name) / p99(&base.name),
-                    });
+                    match abtest::compare(&groups(&sa), &groups(&sb)) {
+                        Ok(verdict) => {
+                            let t = verdict.text.clone();
+                            (Some(verdict), t)
+                        }
+                        Err(why) => (None, why),
+                    }
+                };
+                out.ab.push(AbResult {
+                    threads: n,
+                    baseline: base.name.clone(),
+                    variant: v.name.clone(),
+                    baseline_tps: mean_tps(&sa),
+                    variant_tps: mean_tps(&sb),
+                    tps,
+                    text,
+                    p99_ratio: p99(&sb) / p99(&sa),
+                });
+            }
+            // A variant significantly slower than the baseline is called harmful.
+            let mine: Vec<&AbResult> = out.ab.iter().filter(|r| r.variant == v.name).collect();
+            let verdicts: Vec<(u32, &Verdict)> = mine
+                .iter()
+                .filter_map(|r| r.tps.as_ref().map(|t| (r.threads, t)))
+                .collect();
+            let lower: Vec<(u32, f64)> = verdicts
+                .iter()
+                .filter(|(_, t)| t.significant && t.diff_pct < 0.0)
+                .map(|(n, t)| (*n, t.diff_pct))
+                .collect();
+            if !lower.is_empty() {
+                let (lo, hi) = lower.iter().fold((f64::MAX, f64::MIN), |(a, b), (_, d)| {
+                    (a.min(-d), b.max(-d))
+                });
+                let by = if (hi - lo).abs() < 0.05 {
+                    format!("{lo:.1}%")
+                } else {
+                    format!("{lo:.1}% to {hi:.1}%")
+                };
+                let text = if lower.len() == verdicts.len() {
+                    format!(
+                        "{} is harmful: its throughput is lower than {}'s by {by} at every concurrency with a verdict ({} threads); keep {}'s settings rather than limiting concurrency",
+                        v.name,
+                        base.name,
+                        lower.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>().join(", "),
+                        base.name
+                    )
+                } else {
+                    format!(
+                        "{} is harmful at {} threads: throughput lower than {}'s by {by}",
+                        v.name,
+                        lower
+                            .iter()
+                            .map(|(n, _)| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        base.name
+                    )
+                };
+                if let Some(va) = out.variants.iter_mut().find(|x| x.variant == v.name) {
+                    va.harmful = Some(text);
                 }
             }
         }
+    }
+    out
+}
+
+/// What every column of the table and every ratio means (also in `sweep run --help`).
+pub const COLUMNS: &str = "Columns: threads = client connections, each running transactions back to back (closed loop) or on a schedule (--rate); rep = repeat number; tps = transactions per second in the measured window (warm-up excluded); qps = statements per second, BEGIN and COMMIT included; p50..p99.9, max ms = transaction latency percentiles (from the intended start in open loop); errors = failed transactions in the window; N=X*R = the concurrency implied by Little's law, throughput X times mean latency R: in a closed loop it should equal threads; Little ratio (in the note when off by more than 10%) = (N=X*R) / threads: below 1 the clients spent time outside a transaction (reconnecting, preparing, starved of CPU), above 1 latency was counted from intended starts or the clock is off; INVALID (in the note) = the step's errors exceeded 1% of its transactions, the server restarted, or a variant's setting changed under it: such steps are shown but left out of the knee, USL, Little and A/B; p99 xR in the A/B lines = variant p99 / baseline p99.";
+
+const FLAT_GAIN_PCT: f64 = knee::FLAT_GAIN * 100.0;
+
+/// Greedy word wrap at `width` columns.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0usize;
+    for w in text.split_whitespace() {
+        if line > 0 && line + 1 + w.len() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(w);
+        line += w.len();
     }
     out
 }
@@ -295,6 +460,9 @@ pub fn render(doc: &SweepDoc) -> String {
     for st in &doc.steps {
         let errors: u64 = st.errors.values().sum();
         let mut note = Vec::new();
+        if let Some(why) = &st.invalid {
+            note.push(format!("INVALID: {why}"));
+        }
         if st.interrupted {
             note.push("interrupted".to_string());
         }
@@ -330,6 +498,13 @@ pub fn render(doc: &SweepDoc) -> String {
         ]);
     }
     let _ = writeln!(s, "{t}");
+    let _ = writeln!(s, "{}", wrap(COLUMNS, 100));
+    if !doc.analysis.left_out.is_empty() {
+        let _ = writeln!(s, "\nleft out of the knee, USL, Little and A/B as invalid:");
+        for l in &doc.analysis.left_out {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
     for va in &doc.analysis.variants {
         let _ = writeln!(s, "\n[{}]", va.variant);
         let k = &va.knee;
@@ -343,18 +518,51 @@ pub fn render(doc: &SweepDoc) -> String {
         }
         match (k.saturation_threads, k.saturation_tps) {
             (Some(n), Some(x)) => {
+                let beyond = match (k.after_knee_pct, k.last_threads, k.last_tps) {
+                    (Some(pct), Some(ln), Some(lx)) if pct <= -FLAT_GAIN_PCT => format!(
+                        "beyond it throughput fell {:.0}% ({} tps at {} threads -> {} tps at {} threads) while p99 grew",
+                        -pct,
+                        fmt_count(x.round()),
+                        n,
+                        fmt_count(lx.round()),
+                        ln
+                    ),
+                    (Some(pct), Some(ln), _) => format!(
+                        "beyond it throughput changed {pct:+.0}% up to {ln} threads while p99 grew"
+                    ),
+                    _ => "beyond it throughput gains under 5% while p99 grows".to_string(),
+                };
                 let _ = writeln!(
                     s,
-                    "  knee: {} threads ({} tps); beyond it throughput gains under 5% while p99 grows",
+                    "  knee: {} threads ({} tps); {beyond}",
                     n,
                     fmt_count(x.round())
                 );
             }
             _ => {
-                let _ = writeln!(s, "  knee: not reached");
+                let _ = writeln!(
+                    s,
+                    "  knee: {}",
+                    if va.points.len() < knee::MIN_POINTS {
+                        format!(
+                            "none named ({} valid concurrency levels; at least {} needed)",
+                            va.points.len(),
+                            knee::MIN_POINTS
+                        )
+                    } else {
+                        "not reached".to_string()
+                    }
+                );
             }
         }
-        let _ = writeln!(s, "  advice: {}", k.recommendation);
+        match &va.harmful {
+            Some(h) => {
+                let _ = writeln!(s, "  advice: {h}");
+            }
+            None => {
+                let _ = writeln!(s, "  advice: {}", k.recommendation);
+            }
+        }
         match &va.usl {
             Some(u) => {
                 let _ = writeln!(
@@ -397,11 +605,13 @@ pub fn render(doc: &SweepDoc) -> String {
         for ab in &doc.analysis.ab {
             let _ = writeln!(
                 s,
-                "  {} threads: {} vs {}: throughput {}; p99 x{}",
+                "  {} threads: {} vs {}: {} vs {} tps: throughput {}; p99 x{}",
                 ab.threads,
                 ab.variant,
                 ab.baseline,
-                ab.tps.text,
+                fmt_count(ab.variant_tps.round()),
+                fmt_count(ab.baseline_tps.round()),
+                ab.text,
                 fmt_num(ab.p99_ratio)
             );
         }
@@ -418,16 +628,25 @@ pub fn render(doc: &SweepDoc) -> String {
     s
 }
 
+/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
+}
+
 /// One CSV row per step.
 pub fn csv(doc: &SweepDoc) -> String {
     let mut s = String::from(
-        "threads,variant,repeat,interrupted,elapsed_s,txns,queries,tps,qps,mean_us,p50_us,p95_us,p99_us,p999_us,max_us,errors,reconnects,little_ratio\n",
+        "threads,variant,repeat,interrupted,elapsed_s,txns,queries,tps,qps,mean_us,p50_us,p95_us,p99_us,p999_us,max_us,errors,reconnects,little_ratio,valid,invalid_reason\n",
     );
     for st in &doc.steps {
         let l = &st.latency_us;
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.3},{},{},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.3}",
+            "{},{},{},{},{:.3},{},{},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.3},{},{}",
             st.threads,
             st.variant,
             st.repeat,
@@ -445,7 +664,9 @@ pub fn csv(doc: &SweepDoc) -> String {
             l.max,
             st.errors.values().sum::<u64>(),
             st.reconnects,
-            st.little.ratio
+            st.little.ratio,
+            st.invalid.is_none(),
+            csv_field(st.invalid.as_deref().unwrap_or(""))
         );
     }
     s
@@ -456,6 +677,8 @@ mod tests {
     use super::*;
 
     fn step(threads: u32, variant: &str, repeat: u32, tps: f64, p99: f64) -> StepDoc {
+        // Repeats differ a little (run-to-run noise), windows average to the step's tps.
+        let tps = tps * (1.0 + 0.01 * (f64::from(repeat % 3) - 1.0));
         StepDoc {
             threads,
             variant: variant.into(),
@@ -488,6 +711,12 @@ mod tests {
                 significant_digits: 3,
                 data: String::new(),
             },
+            invalid: None,
+            window_s: 0.5,
+            setup_s: 0.1,
+            statements: StmtStats::default(),
+            uptime_s: None,
+            settings_after: vec![],
         }
     }
 
@@ -501,7 +730,7 @@ mod tests {
     #[test]
     fn analysis_finds_knee_fits_usl_and_compares_variants() {
         let mut steps = Vec::new();
-        for rep in 1..=2 {
+        for rep in 1..=3 {
             for (n, a, b) in [
                 (1, 1000.0, 1000.0),
                 (2, 1900.0, 1500.0),
@@ -520,8 +749,14 @@ mod tests {
         assert_eq!(an.variants[0].knee.saturation_threads, Some(4.0));
         assert!(an.variants[0].usl.is_some());
         assert_eq!(an.ab.len(), 5);
-        assert!(!an.ab[0].tps.significant, "{:?}", an.ab[0].tps);
-        assert!(an.ab[2].tps.significant && an.ab[2].tps.diff_pct < -30.0);
+        let v0 = an.ab[0].tps.as_ref().unwrap();
+        assert!(!v0.significant, "{v0:?}");
+        let v2 = an.ab[2].tps.as_ref().unwrap();
+        assert!(v2.significant && v2.diff_pct < -30.0);
+        // b is lower wherever it differs: called harmful there.
+        let h = an.variants[1].harmful.as_deref().unwrap();
+        assert!(h.starts_with("b is harmful at"), "{h}");
+        assert!(an.left_out.is_empty());
         let doc = SweepDoc {
             schema: SCHEMA.into(),
             tool_version: "0".into(),
@@ -543,7 +778,7 @@ mod tests {
                 warmup_s: 1.0,
                 duration_s: 2.0,
                 ladder: vec![1, 2, 4, 8, 16],
-                repeat: 2,
+                repeat: 3,
                 variants: vs.to_vec(),
                 sla: None,
                 stop_after_knee: false,
@@ -554,9 +789,11 @@ mod tests {
         };
         let text = render(&doc);
         assert!(text.contains("knee: 4 threads"), "{text}");
+        assert!(text.contains("N=X*R = the concurrency implied"), "{text}");
+        assert!(text.contains("advice: b is harmful"), "{text}");
         assert!(text.contains("no significant difference"), "{text}");
         assert!(text.contains("USL: sigma"), "{text}");
-        assert_eq!(csv(&doc).lines().count(), 21);
+        assert_eq!(csv(&doc).lines().count(), 31);
         let back: SweepDoc = serde_json::from_str(&crate::report::to_json(&doc).unwrap()).unwrap();
         // Typed read-back (floats may differ in the last digit through JSON).
         assert_eq!(
@@ -565,10 +802,195 @@ mod tests {
                 back.steps.len(),
                 back.analysis.ab.len()
             ),
-            (SCHEMA, 20, 5)
+            (SCHEMA, 30, 5)
         );
         assert_eq!(back.config, doc.config);
         let page = crate::report::sweep_html::html(&doc);
         assert!(page.matches("<svg").count() == 2 && page.contains("USL a"));
+    }
+}
+
+#[cfg(test)]
+mod validity_tests {
+    use super::tests_support::*;
+    use super::*;
+
+    #[test]
+    fn invalid_steps_are_left_out_and_get_no_verdict() {
+        let mut steps = Vec::new();
+        for rep in 1..=3 {
+            for (n, a, b) in [(1, 1000.0, 990.0), (2, 1900.0, 1000.0), (4, 3000.0, 900.0)] {
+                steps.push(mk(n, "a", rep, a));
+                steps.push(mk(n, "b", rep, b));
+            }
+        }
+        // One repeat of b at 2 threads failed badly: no verdict at 2 threads, knee without it.
+        let bad = steps
+            .iter_mut()
+            .find(|s| s.threads == 2 && s.variant == "b" && s.repeat == 2)
+            .unwrap();
+        bad.invalid = Some("errors 500 are 25.0% of 2000 transactions (over 1%)".into());
+        bad.tps = 1.0;
+        let an = analyze(&steps, &[var("a"), var("b")], None);
+        assert_eq!(an.left_out.len(), 1);
+        assert!(an.left_out[0].starts_with("threads 2 b #2: errors 500"));
+        let at2 = an.ab.iter().find(|r| r.threads == 2).unwrap();
+        assert!(at2.tps.is_none());
+        assert!(
+            at2.text
+                .starts_with("no verdict: threads 2 b #2 is invalid"),
+            "{}",
+            at2.text
+        );
+        // The invalid step's tps does not enter b's point at 2 threads.
+        let p2 = an.variants[1]
+            .points
+            .iter()
+            .find(|p| p.threads == 2)
+            .unwrap();
+        assert_eq!(p2.tps_repeats.len(), 2);
+        assert!(p2.tps > 900.0);
+        // Table, CSV and charts name it.
+        let doc = doc_of(steps, an);
+        let text = render(&doc);
+        assert!(text.contains("INVALID: errors 500"), "{text}");
+        assert!(
+            text.contains("left out of the knee, USL, Little and A/B"),
+            "{text}"
+        );
+        let c = csv(&doc);
+        assert!(
+            c.lines()
+                .any(|l| l.starts_with("2,b,2,") && l.contains(",false,errors 500")),
+            "{c}"
+        );
+        let chart = crate::report::sweep_html::throughput_chart(&doc);
+        assert!(chart.contains("threads 2 b #2 INVALID"), "{chart}");
+    }
+
+    #[test]
+    fn a_b_agrees_with_the_table_and_short_steps_get_no_verdict() {
+        let mut steps = Vec::new();
+        for rep in 1..=3 {
+            steps.push(mk(4, "a", rep, 2000.0));
+            steps.push(mk(4, "b", rep, 1800.0));
+        }
+        let an = analyze(&steps, &[var("a"), var("b")], None);
+        let r = &an.ab[0];
+        let v = r.tps.as_ref().unwrap();
+        // The table's tps, averaged over repeats, is what the verdict compares.
+        let table = |name: &str| {
+            let t: Vec<f64> = steps
+                .iter()
+                .filter(|s| s.variant == name)
+                .map(|s| s.tps)
+                .collect();
+            t.iter().sum::<f64>() / t.len() as f64
+        };
+        assert!((v.mean_a - table("a")).abs() < 1e-6 && (r.baseline_tps - table("a")).abs() < 1e-6);
+        assert!((v.diff_pct - (table("b") / table("a") - 1.0) * 100.0).abs() < 1e-9);
+        assert!((v.diff_pct + 10.0).abs() < 1e-9, "{v:?}");
+        // 1 s steps (2 windows): too little data, and no interval is printed.
+        for s in &mut steps {
+            s.windows_tps.truncate(2);
+        }
+        let an = analyze(&steps, &[var("a"), var("b")], None);
+        assert!(an.ab[0].tps.is_none());
+        assert!(
+            an.ab[0].text.starts_with(abtest::TOO_LITTLE_DATA),
+            "{}",
+            an.ab[0].text
+        );
+        assert!(!render(&doc_of(steps, an)).contains("95% CI"));
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use super::*;
+
+    pub fn var(name: &str) -> Variant {
+        Variant {
+            name: name.into(),
+            settings: vec![],
+        }
+    }
+
+    /// A step whose windows average exactly to its tps, repeats slightly apart.
+    pub fn mk(threads: u32, variant: &str, repeat: u32, tps: f64) -> StepDoc {
+        let tps = tps * (1.0 + 0.01 * (f64::from(repeat % 3) - 1.0));
+        let p99 = 1000.0 * f64::from(threads);
+        StepDoc {
+            threads,
+            variant: variant.into(),
+            repeat,
+            applied: vec![],
+            interrupted: false,
+            disturbed: false,
+            elapsed_s: 2.0,
+            txns: (tps * 2.0) as u64,
+            queries: (tps * 2.0) as u64,
+            tps,
+            qps: tps,
+            latency_us: Latency {
+                mean: p99 / 3.0,
+                p50: p99 / 3.0,
+                p95: p99 / 1.5,
+                p99,
+                p999: p99 * 2.0,
+                max: p99 * 3.0,
+            },
+            errors: BTreeMap::new(),
+            reconnects: 0,
+            first_error: None,
+            windows_tps: vec![tps * 0.97, tps * 1.03, tps * 1.01, tps * 0.99],
+            little: knee::little_check(f64::from(threads), tps, p99 / 3.0),
+            open_loop: None,
+            histogram: HistogramDoc {
+                encoding: HIST_ENCODING.into(),
+                unit: "us".into(),
+                significant_digits: 3,
+                data: String::new(),
+            },
+            invalid: None,
+            window_s: 0.5,
+            setup_s: 0.0,
+            statements: StmtStats::default(),
+            uptime_s: None,
+            settings_after: vec![],
+        }
+    }
+
+    pub fn doc_of(steps: Vec<StepDoc>, analysis: Analysis) -> SweepDoc {
+        SweepDoc {
+            schema: SCHEMA.into(),
+            tool_version: "0".into(),
+            started_unix_s: 0,
+            complete: true,
+            interrupted: false,
+            stopped_because: None,
+            server: ServerInfo {
+                version: "10.11".into(),
+            },
+            config: SweepConfig {
+                workload: "write-only".into(),
+                sql_file: None,
+                schema_name: "spinscope".into(),
+                tables: 2,
+                table_size: 100,
+                mode: "closed".into(),
+                rate_tps: None,
+                warmup_s: 1.0,
+                duration_s: 2.0,
+                ladder: vec![1, 2, 4],
+                repeat: 3,
+                variants: vec![var("a"), var("b")],
+                sla: None,
+                stop_after_knee: false,
+            },
+            steps,
+            analysis,
+            settings_changed: vec![],
+        }
     }
 }

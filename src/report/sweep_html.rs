@@ -4,8 +4,23 @@
 use std::fmt::Write;
 
 use crate::analysis::usl::usl_x;
-use crate::report::chart::{line_chart, Series};
-use crate::report::sweep::SweepDoc;
+use crate::report::chart::{line_chart_marked, Mark, Series};
+use crate::report::sweep::{step_label, SweepDoc};
+
+/// Invalid steps as red crosses, their reason in the tooltip.
+fn invalid_marks(doc: &SweepDoc, y: impl Fn(&crate::report::sweep::StepDoc) -> f64) -> Vec<Mark> {
+    doc.steps
+        .iter()
+        .filter(|s| !s.interrupted)
+        .filter_map(|s| {
+            s.invalid.as_ref().map(|why| Mark {
+                x: f64::from(s.threads),
+                y: y(s),
+                label: format!("{} INVALID: {why}", step_label(s)),
+            })
+        })
+        .collect()
+}
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -41,11 +56,12 @@ pub fn throughput_chart(doc: &SweepDoc) -> String {
             });
         }
     }
-    line_chart(
+    line_chart_marked(
         &format!("{}: throughput vs concurrency", doc.config.workload),
         "client threads",
         "transactions/s",
         &series,
+        &invalid_marks(doc, |s| s.tps),
     )
 }
 
@@ -64,11 +80,12 @@ pub fn p99_chart(doc: &SweepDoc) -> String {
                 .collect(),
         })
         .collect();
-    line_chart(
+    line_chart_marked(
         &format!("{}: p99 latency vs concurrency", doc.config.workload),
         "client threads",
         "p99 ms",
         &series,
+        &invalid_marks(doc, |s| s.latency_us.p99 / 1000.0),
     )
 }
 
@@ -105,11 +122,15 @@ pub fn html(doc: &SweepDoc) -> String {
             let _ = writeln!(
                 s,
                 "<li class=\"{}\">{} threads: {} vs {}: throughput {}; p99 x{:.2}</li>",
-                if ab.tps.significant { "sig" } else { "" },
+                if ab.tps.as_ref().is_some_and(|t| t.significant) {
+                    "sig"
+                } else {
+                    ""
+                },
                 ab.threads,
                 esc(&ab.variant),
                 esc(&ab.baseline),
-                esc(&ab.tps.text),
+                esc(&ab.text),
                 ab.p99_ratio
             );
         }

@@ -585,14 +585,23 @@ fn strip_password(s: &str, t: &Target) -> String {
 /// The first connection of a process also reads the change journal for this server and warns
 /// on stderr about anything a previous spinscope left changed (see `crate::journal`).
 pub fn connect_target(t: &Target) -> Result<mysql::Conn> {
+    connect_target_with(t, |b| b)
+}
+
+/// [`connect_target`] with extra client options, e.g. `stmt_cache_size(0)` for a caller that
+/// owns (and closes) its prepared statements itself.
+pub fn connect_target_with(
+    t: &Target,
+    extra: impl Fn(mysql::OptsBuilder) -> mysql::OptsBuilder,
+) -> Result<mysql::Conn> {
     let want_tls = t.ssl_mode != SslMode::Disabled && t.socket.is_none();
-    let mut c = match mysql::Conn::new(opts(t, want_tls)) {
+    let mut c = match mysql::Conn::new(extra(opts(t, want_tls))) {
         Ok(c) => c,
         Err(
             mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)
             | mysql::Error::TlsError(_),
         ) if t.ssl_mode == SslMode::Preferred => {
-            mysql::Conn::new(opts(t, false)).map_err(|e| explain(t, &e))?
+            mysql::Conn::new(extra(opts(t, false))).map_err(|e| explain(t, &e))?
         }
         Err(e) => return Err(explain(t, &e)),
     };
