@@ -422,6 +422,7 @@ fn step_doc(
             prepared_during_step: o.late_prepares,
         },
         uptime_s: around.uptime.map(|(a, b, _)| (a, b)),
+        retries: o.retries.clone(),
         settings_after: around.settings_after,
     }
 }
@@ -754,6 +755,7 @@ mod tests {
             queries: 6 * values_us.len() as u64,
             elapsed_s: 2.0,
             errors: Default::default(),
+            retries: Default::default(),
             reconnects: 0,
             windows_tps: vec![],
             window_s: 0.5,

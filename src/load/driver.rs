@@ -47,6 +47,11 @@ pub fn windows_of(duration: Duration) -> (usize, Duration) {
     (k, duration.div_f64(k as f64))
 }
 
+/// Errors after which a transaction is rolled back and run again instead of counted: 1213
+/// deadlock, 1205 lock wait timeout, 1020 record changed (sysbench 1.0's default
+/// `--mysql-ignore-errors`).
+pub const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
+
 /// Share of the server's `max_prepared_stmt_count` the clients of one step may use together
 /// (the rest stays free for other sessions and connections still closing).
 pub const STMT_BUDGET_SHARE: f64 = 0.8;
@@ -94,6 +99,8 @@ pub struct StepOutcome {
     pub elapsed_s: f64,
     /// Errors by MySQL error code ("io" and "driver" for connection-level failures).
     pub errors: BTreeMap<String, u64>,
+    /// Transactions rolled back and run again, by error code (see [`RETRY_CODES`]).
+    pub retries: BTreeMap<String, u64>,
     pub reconnects: u64,
     /// Transactions per second in consecutive equal windows (about 0.5 s, see [`windows_of`])
     /// of the measured period; their mean is `txns / elapsed_s` for a step that ran to its end.
@@ -139,6 +146,7 @@ impl Shared {
 }
 
 struct ClientResult {
+    retries: BTreeMap<String, u64>,
     windows: Vec<u64>,
     late_prepares: u64,
     hist: Histogram<u64>,
@@ -178,6 +186,7 @@ struct Ctx<'a> {
 fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
     let (cfg, wl) = (x.cfg, x.wl);
     let mut r = ClientResult {
+        retries: BTreeMap::new(),
         windows: vec![0; x.n_windows],
         late_prepares: 0,
         hist: new_histogram(),
@@ -236,7 +245,27 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
             None => now,
         };
         if let (Some(c), Some(p)) = (conn.as_mut(), prepared.as_mut()) {
-            match wl.run_txn(c, p, &mut rng) {
+            // A deadlock or lock wait timeout rolls the transaction back and runs it again, as
+            // sysbench does (its default --mysql-ignore-errors); the retry is counted and its
+            // time stays in the transaction's latency.
+            let mut outcome = wl.run_txn(c, p, &mut rng);
+            while let Err(e) = &outcome {
+                let code = describe_error(e).0;
+                if !code.is_some_and(|c| RETRY_CODES.contains(&c))
+                    || Instant::now() >= end
+                    || stopped(x.stop)
+                    || c.query_drop("ROLLBACK").is_err()
+                {
+                    break;
+                }
+                if Instant::now() >= measure_from {
+                    *r.retries
+                        .entry(code.map(|c| c.to_string()).unwrap_or_default())
+                        .or_default() += 1;
+                }
+                outcome = wl.run_txn(c, p, &mut rng);
+            }
+            match outcome {
                 Ok(nq) => {
                     let fin = Instant::now();
                     mine.all_txns.fetch_add(1, Ordering::Relaxed);
@@ -450,6 +479,7 @@ pub fn run_step(
         queries: 0,
         elapsed_s: measured_s,
         errors: BTreeMap::new(),
+        retries: BTreeMap::new(),
         reconnects: 0,
         windows_tps,
         window_s: window.as_secs_f64(),
@@ -470,6 +500,9 @@ pub fn run_step(
         out.schedule_lag_s = out.schedule_lag_s.max(r.lag_s);
         for (k, v) in r.errors {
             *out.errors.entry(k).or_default() += v;
+        }
+        for (k, v) in r.retries {
+            *out.retries.entry(k).or_default() += v;
         }
         if out.first_error.is_none() {
             out.first_error = r.first_error;

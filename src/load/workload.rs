@@ -334,15 +334,8 @@ pub fn check_custom(
 ) -> Result<(), (usize, String, String)> {
     let known: Vec<String> = conn.query("SHOW DATABASES").unwrap_or_default();
     for st in custom {
-        if !allow_writes_outside {
-            if let Some(why) = refuse_custom(st, &known, scratch) {
-                return Err((
-                    st.line,
-                    st.text.clone(),
-                    format!("refused: {why}; pass --allow-writes-outside to run it anyway"),
-                ));
-            }
-        }
+        // Prepare first (nothing runs): a statement the server cannot parse is reported as the
+        // server sees it, before any judgement of what it would do.
         let sql = st.sql.replace("{table}", "sbtest1");
         match conn.prep(&sql) {
             Ok(p) => {
@@ -357,6 +350,15 @@ pub fn check_custom(
                         super::describe_error(&e).1
                     ),
                 ))
+            }
+        }
+        if !allow_writes_outside {
+            if let Some(why) = refuse_custom(st, &known, scratch) {
+                return Err((
+                    st.line,
+                    st.text.clone(),
+                    format!("refused: {why}; pass --allow-writes-outside to run it anyway"),
+                ));
             }
         }
     }

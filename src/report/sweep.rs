@@ -127,6 +127,10 @@ pub struct StepDoc {
     /// The variant's variables as read again at the end of the step.
     #[serde(default)]
     pub settings_after: Vec<Setting>,
+    /// Transactions rolled back and run again after a deadlock (1213), lock wait timeout
+    /// (1205) or 1020, by error code; not errors (sysbench retries them too).
+    #[serde(default)]
+    pub retries: BTreeMap<String, u64>,
 }
 
 /// Prepared statements of one step's clients.
@@ -469,6 +473,10 @@ pub fn render(doc: &SweepDoc) -> String {
         if st.reconnects > 0 {
             note.push(format!("{} reconnects", st.reconnects));
         }
+        let retried: u64 = st.retries.values().sum();
+        if retried > 0 {
+            note.push(format!("{retried} deadlock retries"));
+        }
         if let Some(o) = &st.open_loop {
             if !o.kept_up {
                 note.push(format!(
@@ -717,6 +725,7 @@ mod tests {
             statements: StmtStats::default(),
             uptime_s: None,
             settings_after: vec![],
+            retries: BTreeMap::new(),
         }
     }
 
@@ -958,6 +967,7 @@ mod tests_support {
             statements: StmtStats::default(),
             uptime_s: None,
             settings_after: vec![],
+            retries: BTreeMap::new(),
         }
     }
 
