@@ -147,3 +147,29 @@ fn help_names_the_subcommands() {
         assert!(s.contains(w), "{s}");
     }
 }
+
+#[test]
+fn run_help_explains_every_column_and_ratio() {
+    let out = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["sweep", "run", "--help"])
+        .output()
+        .unwrap();
+    // clap wraps the text: compare with whitespace collapsed.
+    let s = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for w in [
+        "tps = transactions/s",
+        "qps = statements/s",
+        "N=X*R = concurrency implied by Little's law",
+        "Little ratio = (N=X*R) / threads",
+        "INVALID",
+        "too little data for a verdict",
+        "--allow-writes-outside",
+        "harmful",
+    ] {
+        assert!(s.contains(w), "--help lacks {w:?}: {s}");
+    }
+}
