@@ -4,12 +4,14 @@
 # batches of 20,000 PAUSEs, median ticks per PAUSE), then `BIN probe --json`, then the
 # reference again. One line per probe run:
 #   round label wall_ms probe_ticks ref_before ref_after dev_pct
-# dev_pct = probe median vs the mean of the two references, in percent.
+# dev_pct = probe median vs the mean of the two references, in percent. wall_ms is the probe
+# process alone (start to exit, JSON written to a file).
 # Usage: probe_accuracy.sh ROUNDS label1=BIN1 [label2=BIN2 ...]
 set -euo pipefail
 rounds=$1; shift
 ref=${REF:-target/release/examples/pause_reference}
 specs=("$@")
+tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
 n=${#specs[@]}
 for r in $(seq "$rounds"); do
   for j in $(seq 0 $((n - 1))); do
@@ -17,8 +19,9 @@ for r in $(seq "$rounds"); do
     label=${spec%%=*}; bin=${spec#*=}
     before=$("$ref")
     t0=$(date +%s%N)
-    ticks=$("$bin" probe --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["ticks_per_hint"])')
+    "$bin" probe --json > "$tmp"
     t1=$(date +%s%N)
+    ticks=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["ticks_per_hint"])' "$tmp")
     after=$("$ref")
     python3 - "$r" "$label" "$(( (t1 - t0) / 1000 ))" "$ticks" "$before" "$after" <<'PY'
 import sys

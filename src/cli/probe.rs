@@ -15,7 +15,7 @@ the batches are reported. Core cycles per hint come from the hardware cycle coun
 (perf_event_open) where one can be read, and are reported as unavailable otherwise.
 
 Examples:
-  spinscope probe                          # the current CPU, under a second
+  spinscope probe                          # the current CPU, under 0.1 s
   spinscope probe --cpus all --smt-load    # every CPU, idle and with its SMT sibling busy
   spinscope probe --save host-a.json       # for `spin --probe` / `doctor --host-facts`
   spinscope probe --json | jq .summary";
@@ -32,7 +32,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub smt_load: bool,
     /// Timed batches per CPU and hint (more = tighter statistics, longer run).
-    #[arg(long, default_value_t = 4000, value_name = "N")]
+    #[arg(long, default_value_t = cpu::DEFAULT_BATCHES, value_name = "N")]
     pub batches: usize,
     /// Print the `spinscope.probe/1` JSON document instead of the table.
     #[arg(long)]

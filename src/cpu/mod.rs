@@ -29,6 +29,10 @@ use crate::spin::model::{Arch, CpuModel};
 
 pub const SCHEMA: &str = "spinscope.probe/1";
 
+/// Timed batches of the default probe (20 us each). The statistical argument for this number,
+/// with measurements, is in docs/PERFORMANCE.md ("probe: under 100 ms").
+pub const DEFAULT_BATCHES: usize = 1000;
+
 /// How much measuring to do.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
@@ -57,10 +61,10 @@ impl Default for ProbeOptions {
         ProbeOptions {
             cpus: None,
             smt_load: false,
-            batches: 4000,
+            batches: DEFAULT_BATCHES,
             batch_ns: 20_000.0,
-            warmup_ms: 30.0,
-            calibration: Duration::from_millis(25),
+            warmup_ms: 15.0,
+            calibration: Duration::from_millis(1),
             mariadb_trials: 101,
             cycles: true,
         }
@@ -68,11 +72,10 @@ impl Default for ProbeOptions {
 }
 
 impl ProbeOptions {
-    /// A fast probe for `spin` and `doctor` when no CPU was given (about 0.1 s).
+    /// A fast probe for `spin` and `doctor` when no CPU was given: the default measurement with
+    /// fewer MariaDB trials (about 50 ms).
     pub fn quick() -> Self {
         ProbeOptions {
-            batches: 1000,
-            calibration: Duration::from_millis(10),
             mariadb_trials: 31,
             ..Default::default()
         }

@@ -65,7 +65,8 @@ pub struct RunMetrics {
     pub overrun: bool,
     /// From the stop (end of the window, as the controlling thread got to it) to the last
     /// worker's stop, in ms: how long the workers took to notice and leave. The rest of an
-    /// overrun is the controlling thread waking late on a busy machine.
+    /// overrun is workers the scheduler started late, or the controlling thread woken late, on
+    /// a busy machine.
     pub stop_lag_ms: f64,
     pub voluntary_cs_per_op: f64,
     pub involuntary_cs_per_op: f64,

@@ -86,7 +86,7 @@ pub fn text(doc: &LabDoc) -> String {
         let worst = |f: fn(&Point) -> f64| doc.points.iter().map(f).fold(0.0, f64::max);
         let _ = writeln!(
             out,
-            "(! = {overran} point(s) had a run outlast its window by more than {OVERRUN_LIMIT_PCT}% (worst +{:.0}%; workers took up to {} to stop after the window, the rest is the machine waking the lab late): the numbers hold for the longer interval)",
+            "(! = {overran} point(s) had a run outlast its window by more than {OVERRUN_LIMIT_PCT}% (worst +{:.0}%; workers took up to {} to stop after the window; the rest is workers the scheduler started late or the lab woken late on a busy machine): the numbers hold for the longer interval)",
             worst(|p| p.max_overrun_pct),
             fmt_ns(worst(|p| p.max_stop_lag_ms) * 1e6),
         );
