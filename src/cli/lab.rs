@@ -3,15 +3,11 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
-use crate::error::{Error, Result, EXIT_OK};
+use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::lab::plan::latch_list;
 use crate::lab::{self, render, LabPlan, LatchKind, Progress, SpinParams};
 use crate::report;
-
-/// Exit code after Ctrl-C (128 + SIGINT), once the partial results are printed.
-pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -160,17 +156,6 @@ pub fn plan(a: &LabArgs, cpus: usize) -> Result<LabPlan> {
     Ok(p)
 }
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    lab::INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-fn install_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-    }
-}
-
 /// Progress on stderr: a start line when the run takes 2 s or more, then a counter (in place
 /// on a terminal, every tenth run otherwise).
 fn progress() -> impl FnMut(Progress) {
@@ -226,7 +211,8 @@ pub fn run(a: LabArgs) -> Result<i32> {
             ))
         })?;
     }
-    install_sigint();
+    // The shared handler (SIGINT, SIGTERM, SIGHUP, SIGQUIT): the engine polls its flag.
+    crate::interrupt::install()?;
     let doc = lab::run(&p, &mut progress())?;
     if let Some(dir) = &a.svg_dir {
         for (file, svg) in render::charts(&doc) {

@@ -1,11 +1,9 @@
 //! The lab engine: measure the machine, run every point of a [`LabPlan`] (repeats
 //! interleaved), and return the [`LabDoc`]. Progress goes to an observer; Ctrl-C (the
-//! harness's `INTERRUPTED` flag) ends the run with what was measured.
-
-use std::sync::atomic::Ordering;
+//! shared `crate::interrupt` flag, once installed) ends the run with what was measured.
 
 use super::doc::{compare_rows, LabDoc, Machine, Point, SCHEMA};
-use super::harness::{allowed_cpus, run_point, INTERRUPTED};
+use super::harness::{allowed_cpus, run_point};
 use super::plan::LabPlan;
 use crate::cpu::{arch, calc, measure, timing};
 use crate::error::Result;
@@ -83,7 +81,7 @@ pub fn run(plan: &LabPlan, observe: &mut dyn FnMut(Progress)) -> Result<LabDoc> 
     // Repeats are interleaved (all points once, then again) so drift spreads over every point.
     'outer: for rep in 0..plan.repeats {
         for (i, pt) in points.iter_mut().enumerate() {
-            if INTERRUPTED.load(Ordering::Relaxed) {
+            if crate::interrupt::stopped() {
                 interrupted = true;
                 break 'outer;
             }

@@ -20,9 +20,6 @@ use crate::analysis::lab_stats::{busy_cpus, jain_index, overrun_pct, OVERRUN_LIM
 use crate::cpu::measure;
 use crate::cpu::timing::{self, ns_to_ticks, ticks, ticks_to_ns};
 
-/// Set by SIGINT: workers stop, the CLI prints what was measured.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// The workload of one point.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Workload {
@@ -266,7 +263,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         }
     }
     barrier.wait();
-    while running.load(Ordering::Acquire) < w.threads && !INTERRUPTED.load(Ordering::Relaxed) {
+    while running.load(Ordering::Acquire) < w.threads && !crate::interrupt::stopped() {
         std::thread::sleep(Duration::from_micros(50));
     }
     let start = Instant::now();
@@ -274,7 +271,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
     let mut interrupted = false;
     let pin_failed = pin_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
     while pin_failed.is_none() && Instant::now() < deadline {
-        if INTERRUPTED.load(Ordering::Relaxed) {
+        if crate::interrupt::stopped() {
             interrupted = true;
             break;
         }

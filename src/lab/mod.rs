@@ -21,6 +21,6 @@ pub mod render;
 
 pub use doc::{LabDoc, Machine, Point};
 pub use engine::{run, Progress};
-pub use harness::{run_point, RunMetrics, Workload, INTERRUPTED};
+pub use harness::{run_point, RunMetrics, Workload};
 pub use latch::{LatchKind, SpinParams};
 pub use plan::LabPlan;
