@@ -221,6 +221,34 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
     let (_, list, _) = out(cmd(&db, &home, &["restore", "--list"]));
     assert!(list.contains("no open change records"), "{list}");
 
+    // A hung server (SIGSTOP): a second Ctrl-C exits at once with the statements still
+    // needed, leaving the journal open; `restore` finishes the job once the server is back.
+    let mut a = long_sweep(&db, &home, "slow:innodb_spin_wait_delay=6000");
+    wait_for("variant applied", 30, || {
+        var(&db, "innodb_spin_wait_delay") == "6000"
+    });
+    // SAFETY: kill(2) on the throwaway server this test started (continued below).
+    unsafe { libc::kill(db.pid() as libc::pid_t, libc::SIGSTOP) };
+    signal(&a, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&a, libc::SIGINT);
+    let t0 = Instant::now();
+    let status = a.wait().unwrap();
+    let quick = t0.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(db.pid() as libc::pid_t, libc::SIGCONT) };
+    let mut err = String::new();
+    std::io::Read::read_to_string(a.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(quick < Duration::from_secs(3), "{quick:?}: {err}");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("SET GLOBAL innodb_spin_wait_delay = 7"),
+        "{err}"
+    );
+    let (code, _, err) = out(cmd(&db, &home, &["restore"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
+
     // Side effect: innodb_io_capacity above innodb_io_capacity_max moves the max too.
     let max_before = var(&db, "innodb_io_capacity_max");
     let cap_before = var(&db, "innodb_io_capacity");
@@ -308,6 +336,42 @@ fn killed_doctor_leaves_instruments_that_restore_brings_back_and_no_password_in_
         "mysql://mon:Pw4Doctor9@localhost/?socket={}",
         db.socket.display()
     );
+
+    // A server-side KILL of doctor's connections: its guard reconnects and restores, once,
+    // and doctor does not claim the server went away.
+    let mut doc = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "doctor",
+            "--no-defaults",
+            "--window",
+            "4",
+            "--enable-instruments",
+            "--url",
+            &url,
+        ])
+        .env("XDG_STATE_HOME", &home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("instruments enabled", 30, || count(&db) == total);
+    std::thread::sleep(Duration::from_millis(300));
+    for id in db
+        .sql("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'mon'")
+        .lines()
+    {
+        let _ = db.client().args(["-e", &format!("KILL {id}")]).output();
+    }
+    let status = doc.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(doc.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("restored").count(), 1, "{err}");
+    assert!(
+        !err.contains("went away") && !err.contains("UPDATE"),
+        "{err}"
+    );
+    assert_eq!(count(&db), before, "{err}");
     let mut doc = Command::new(env!("CARGO_BIN_EXE_spinscope"))
         .args([
             "doctor",
