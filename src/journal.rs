@@ -66,6 +66,102 @@ pub struct Record {
     pub restore_sql: Vec<String>,
     pub holder: Holder,
     pub opened_unix_s: i64,
+    /// The server-side named lock its live holder keeps (`GET_LOCK`), seen from any host.
+    #[serde(default)]
+    pub lock: Option<String>,
+    /// The scratch schema holding a copy of this record on the server (table
+    /// [`SERVER_TABLE`]), so spinscope on another client host sees it.
+    #[serde(default)]
+    pub server_copy: Option<String>,
+}
+
+/// The table that keeps the server-side copies of records in a scratch schema.
+pub const SERVER_TABLE: &str = "spinscope_journal";
+
+/// Write (or rewrite) the copy of `rec` in its scratch schema on the server.
+pub fn write_server_copy(conn: &mut mysql::Conn, rec: &Record) -> mysql::Result<()> {
+    let Some(schema) = &rec.server_copy else {
+        return Ok(());
+    };
+    conn.query_drop(format!(
+        "CREATE TABLE IF NOT EXISTS `{schema}`.`{SERVER_TABLE}` (id VARCHAR(100) NOT NULL PRIMARY KEY, record LONGTEXT NOT NULL, opened_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB"
+    ))?;
+    let text = serde_json::to_string(rec).unwrap_or_default();
+    conn.exec_drop(
+        format!("REPLACE INTO `{schema}`.`{SERVER_TABLE}` (id, record) VALUES (?, ?)"),
+        (&rec.id, text),
+    )
+}
+
+/// Remove the server-side copy of `rec` (if it has one).
+pub fn delete_server_copy(conn: &mut mysql::Conn, rec: &Record) {
+    if let Some(schema) = &rec.server_copy {
+        let _ = conn.exec_drop(
+            format!("DELETE FROM `{schema}`.`{SERVER_TABLE}` WHERE id = ?"),
+            (&rec.id,),
+        );
+    }
+}
+
+/// Every record copied to the server, from every schema that has the journal table.
+pub fn server_records(conn: &mut mysql::Conn) -> Vec<Record> {
+    let schemas: Vec<String> = conn
+        .exec(
+            "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = ?",
+            (SERVER_TABLE,),
+        )
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for s in schemas {
+        let rows: Vec<String> = conn
+            .query(format!("SELECT record FROM `{s}`.`{SERVER_TABLE}`"))
+            .unwrap_or_default();
+        out.extend(
+            rows.iter()
+                .filter_map(|t| serde_json::from_str::<Record>(t).ok()),
+        );
+    }
+    out
+}
+
+/// The records of the server behind `conn`: this host's journal plus the copies on the server
+/// made from other hosts.
+pub fn records_for(conn: &mut mysql::Conn, now: &ServerId) -> Vec<Record> {
+    let mut recs = for_server(&now.key);
+    for r in server_records(conn) {
+        if r.server.key == now.key && !recs.iter().any(|l| l.id == r.id) {
+            recs.push(r);
+        }
+    }
+    recs.sort_by(|a, b| a.id.cmp(&b.id));
+    recs
+}
+
+/// [`holder_state`], and for a holder on another host, whether it still holds its lock.
+pub fn holder_state_on(conn: &mut mysql::Conn, r: &Record) -> HolderState {
+    match holder_state(&r.holder) {
+        HolderState::OtherHost => match &r.lock {
+            Some(l) => {
+                let used: Option<Option<u64>> = conn
+                    .exec_first("SELECT IS_USED_LOCK(?)", (l,))
+                    .ok()
+                    .flatten();
+                if used.flatten().is_some() {
+                    HolderState::Alive
+                } else {
+                    HolderState::Gone
+                }
+            }
+            None => HolderState::OtherHost,
+        },
+        st => st,
+    }
+}
+
+/// Close a record here and on the server.
+pub fn close_everywhere(conn: &mut mysql::Conn, r: &Record) {
+    close(&r.id);
+    delete_server_copy(conn, r);
 }
 
 /// Where the journal lives; None when neither XDG_STATE_HOME nor HOME is set.
@@ -334,10 +430,10 @@ pub struct Findings {
 
 /// Sort the journal's records for `now` into left behind / closed by a restart / live, and
 /// close the ones a restart made moot.
-pub fn examine(now: &ServerId) -> Findings {
+pub fn examine(conn: &mut mysql::Conn, now: &ServerId) -> Findings {
     let mut f = Findings::default();
-    for r in for_server(&now.key) {
-        match holder_state(&r.holder) {
+    for r in records_for(conn, now) {
+        match holder_state_on(conn, &r) {
             HolderState::Me => continue,
             HolderState::Alive => {
                 f.live.push(r);
@@ -346,7 +442,7 @@ pub fn examine(now: &ServerId) -> Findings {
             HolderState::Gone | HolderState::OtherHost => {}
         }
         if restarted_since(&r, now) {
-            close(&r.id);
+            close_everywhere(conn, &r);
             f.closed_by_restart.push(r);
         } else {
             f.left_changed.push(r);
@@ -412,13 +508,10 @@ pub fn check_on_connect(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &s
         }
         *done = true;
     }
-    if list().is_empty() {
-        return;
-    }
     let Ok(id) = identify(conn, endpoint, connect_hint) else {
         return;
     };
-    let f = examine(&id);
+    let f = examine(conn, &id);
     for w in warnings(&f) {
         eprintln!("spinscope: {w}");
     }
@@ -455,10 +548,10 @@ fn read_scalar(conn: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
 /// current value is still the one spinscope set, unless `force`.
 pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force: bool) -> Restored {
     if restarted_since(r, now) {
-        close(&r.id);
+        close_everywhere(conn, r);
         return Restored::Restarted;
     }
-    if matches!(holder_state(&r.holder), HolderState::Alive) && !force {
+    if matches!(holder_state_on(conn, r), HolderState::Alive) && !force {
         return Restored::HolderAlive;
     }
     let current = match read_scalar(conn, &r.check_sql) {
@@ -466,7 +559,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
         Err(e) => return Restored::Failed(crate::load::describe_error(&e).1),
     };
     if same_value(&current, &r.original) {
-        close(&r.id);
+        close_everywhere(conn, r);
         return Restored::AlreadyBack;
     }
     if !same_value(&current, &r.set_to) && !force {
@@ -479,7 +572,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
     }
     match read_scalar(conn, &r.check_sql) {
         Ok(v) if same_value(&v, &r.original) => {
-            close(&r.id);
+            close_everywhere(conn, r);
             Restored::Done
         }
         Ok(v) => Restored::Failed(format!("reads {v} after the restore, not {}", r.original)),

@@ -127,6 +127,19 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
         "{err}"
     );
     assert!(first.contains("spinscope restore --socket"), "{err}");
+    // A client whose own journal is empty (another host) learns it from the copy the sweep
+    // kept in its scratch schema.
+    let elsewhere = db.dir().join("other-host-state");
+    let (code, _, err) = out(cmd(
+        &db,
+        &elsewhere,
+        &["sweep", "cleanup", "--schema", "nothing_here"],
+    ));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: innodb_spin_wait_delay") && err.contains("from 7 to 6000"),
+        "{err}"
+    );
     // `restore --list` shows it without connecting.
     let (code, list, _) = out(cmd(&db, &home, &["restore", "--list"]));
     assert_eq!(code, Some(0));
@@ -168,9 +181,15 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
         "{err}"
     );
     assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
+    assert_eq!(
+        db.sql("SELECT COUNT(*) FROM spinscope.spinscope_journal")
+            .trim(),
+        "0"
+    );
 
     // Two sweeps on one variable: the second refuses, naming the holder; also from a client
-    // whose journal does not see the first (another host): the server-side lock does.
+    // whose own journal does not have the first (another host): the server-side copy and the
+    // named lock tell it.
     let mut a = long_sweep(&db, &home, "slow:innodb_spin_wait_delay=6000");
     wait_for("variant applied", 30, || {
         var(&db, "innodb_spin_wait_delay") == "6000"
@@ -189,7 +208,6 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
             && err.contains(&format!("pid {}", a.id())),
         "{err}"
     );
-    let elsewhere = db.dir().join("other-host-state");
     let (code, _, err) = out(cmd(&db, &elsewhere, &["sweep", "run"]).args([
         "--threads",
         "1",
@@ -200,7 +218,7 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
     ]));
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("holds the lock spinscope:innodb_spin_wait_delay"),
+        err.contains("being changed by another spinscope") && err.contains("sweep run"),
         "{err}"
     );
     assert_eq!(var(&db, "innodb_spin_wait_delay"), "6000");
@@ -220,6 +238,37 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
     assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
     let (_, list, _) = out(cmd(&db, &home, &["restore", "--list"]));
     assert!(list.contains("no open change records"), "{list}");
+
+    // A holder known only by its server-side named lock is refused too, and named.
+    let lock = "spinscope:innodb_spin_wait_delay";
+    let mut holder = db
+        .client()
+        .args(["-e", &format!("SELECT GET_LOCK('{lock}', 0), SLEEP(4)")])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let used = |db: &MariaDb| {
+        db.sql(&format!("SELECT IS_USED_LOCK('{lock}') IS NOT NULL"))
+            .trim()
+            == "1"
+    };
+    wait_for("lock taken", 10, || used(&db));
+    let (code, _, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
+        "--threads",
+        "1",
+        "--duration",
+        "0.3",
+        "--variant",
+        "d100:innodb_spin_wait_delay=100",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("holds the lock {lock}")) && err.contains("server connection"),
+        "{err}"
+    );
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
+    let _ = holder.wait();
+    wait_for("lock released", 10, || !used(&db));
 
     // A hung server (SIGSTOP): a second Ctrl-C exits at once with the statements still
     // needed, leaving the journal open; `restore` finishes the job once the server is back.

@@ -70,7 +70,7 @@ pub fn run(a: RestoreArgs) -> Result<i32> {
     let mut conn = connect_target(&t)?;
     let now = journal::identify(&mut conn, &t.endpoint(), &t.flags_hint())
         .map_err(|e| Error::runtime(format!("identifying the server {}: {e}", t.describe())))?;
-    let recs = journal::for_server(&now.key);
+    let recs = journal::records_for(&mut conn, &now);
     if recs.is_empty() {
         eprintln!(
             "spinscope: nothing to restore on {} (no open change records)",

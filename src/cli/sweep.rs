@@ -501,6 +501,8 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
         custom: plan.custom.clone(),
     };
     let mut guard = SettingsGuard::new(Arc::clone(&connect));
+    // A copy of the change journal in the scratch schema, for spinscope on other hosts.
+    guard.mirror_to_schema(&a.schema);
     guard.validate(&plan.variants)?;
     let stop = load::install_stop_flag()?;
     let mut doc = SweepDoc {

@@ -45,6 +45,8 @@ pub struct SettingsGuard {
     server: Option<ServerId>,
     /// Every global variable before the first change.
     baseline: Option<BTreeMap<String, String>>,
+    /// Scratch schema that keeps a server-side copy of the journal records.
+    mirror: Option<String>,
     done: bool,
 }
 
@@ -97,8 +99,15 @@ impl SettingsGuard {
             locks: Vec::new(),
             server: None,
             baseline: None,
+            mirror: None,
             done: false,
         }
+    }
+
+    /// Keep a copy of every journal record in `schema` (the scratch schema the sweep writes
+    /// in anyway), so spinscope on another client host sees what this one changed.
+    pub fn mirror_to_schema(&mut self, schema: &str) {
+        self.mirror = Some(schema.to_string());
     }
 
     fn conn(&mut self) -> Result<&mut Conn> {
@@ -166,11 +175,17 @@ impl SettingsGuard {
     /// Refuse a variable another spinscope holds (live) or left changed (dead), then take its
     /// named lock so others see us.
     fn claim(&mut self, var: &str, server: &ServerId) -> Result<()> {
-        for r in journal::for_server(&server.key) {
+        let recs = self.with_conn("reading the change journal", |c| {
+            Ok(journal::records_for(c, server))
+        })?;
+        for r in recs {
             if !r.what.eq_ignore_ascii_case(var) {
                 continue;
             }
-            match journal::holder_state(&r.holder) {
+            let state = self.with_conn("reading the change journal", |c| {
+                Ok(journal::holder_state_on(c, &r))
+            })?;
+            match state {
                 HolderState::Me => {}
                 HolderState::Alive => {
                     return Err(Error::bad_input(format!(
@@ -178,7 +193,12 @@ impl SettingsGuard {
                         journal::describe(&r)
                     )))
                 }
-                _ if journal::restarted_since(&r, server) => journal::close(&r.id),
+                _ if journal::restarted_since(&r, server) => {
+                    let _ = self.with_conn("closing a journal record", |c| {
+                        journal::close_everywhere(c, &r);
+                        Ok(())
+                    });
+                }
                 _ => {
                     return Err(Error::bad_input(format!(
                         "{var} was left changed: {}; run `spinscope restore {}` first, so the sweep does not take {} for the original",
@@ -194,21 +214,30 @@ impl SettingsGuard {
             c.exec_first("SELECT GET_LOCK(?, 0)", (&name,))
         })?;
         if got.flatten() != Some(1) {
-            let holder: Option<(Option<u64>, Option<String>, Option<String>)> = self
+            let id: Option<u64> = self
                 .with_conn("reading the lock holder", |c| {
-                    c.exec_first(
-                        "SELECT IS_USED_LOCK(?), p.USER, p.HOST FROM DUAL LEFT JOIN information_schema.PROCESSLIST p ON p.ID = IS_USED_LOCK(?)",
-                        (&name, &name),
-                    )
+                    c.exec_first("SELECT IS_USED_LOCK(?)", (&name,))
                 })
-                .unwrap_or(None);
-            let who = match holder {
-                Some((Some(id), u, h)) => format!(
-                    "server connection {id} ({}@{})",
-                    u.unwrap_or_default(),
-                    h.unwrap_or_default()
-                ),
-                _ => "another connection".into(),
+                .ok()
+                .flatten()
+                .flatten();
+            let who = match id {
+                Some(id) => {
+                    let uh: Option<(String, String)> = self
+                        .with_conn("reading the lock holder", |c| {
+                            c.exec_first(
+                                "SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = ?",
+                                (id,),
+                            )
+                        })
+                        .ok()
+                        .flatten();
+                    match uh {
+                        Some((u, h)) => format!("server connection {id} ({u}@{h})"),
+                        None => format!("server connection {id}"),
+                    }
+                }
+                None => "another connection".into(),
             };
             return Err(Error::bad_input(format!(
                 "{var} is being changed by another spinscope: {who} holds the lock {name}; wait until it ends"
@@ -224,6 +253,7 @@ impl SettingsGuard {
         var: &str,
         original: &str,
         set_to: &str,
+        lock: &str,
     ) -> Result<Record> {
         let rec = Record {
             id: journal::new_id(),
@@ -235,9 +265,24 @@ impl SettingsGuard {
             restore_sql: vec![format!("SET GLOBAL {var} = {original}")],
             holder: journal::me(),
             opened_unix_s: journal::now_unix(),
+            lock: Some(lock_name(lock)),
+            server_copy: self.mirror.clone(),
         };
         journal::open(&rec)?;
+        self.copy_to_server(&rec);
         Ok(rec)
+    }
+
+    /// The server-side copy; a failure is reported, the local journal is the durable one.
+    fn copy_to_server(&mut self, rec: &Record) {
+        if rec.server_copy.is_none() {
+            return;
+        }
+        if let Err(e) = self.with_conn("copying the journal record to the server", |c| {
+            journal::write_server_copy(c, rec)
+        }) {
+            eprintln!("spinscope: note: {e}; the local journal still has the record");
+        }
     }
 
     /// Variables the server moved on its own after our changes: journal them (so they are
@@ -260,7 +305,8 @@ impl SettingsGuard {
                 continue;
             }
             let orig = literal_of_text(before);
-            let rec = self.journal_change(&server, name, &orig, &literal_of_text(after))?;
+            let lock = cause.split(", ").next().unwrap_or(cause).to_string();
+            let rec = self.journal_change(&server, name, &orig, &literal_of_text(after), &lock)?;
             eprintln!(
                 "spinscope: the server moved {name} from {before} to {after} when {cause} changed; it is restored too"
             );
@@ -339,7 +385,8 @@ impl SettingsGuard {
                     self.claim(&s.variable, &server)?;
                     let original = self.read(&s.variable)?;
                     // Durable record first, then the change.
-                    let rec = self.journal_change(&server, &s.variable, &original, &want)?;
+                    let rec =
+                        self.journal_change(&server, &s.variable, &original, &want, &s.variable)?;
                     eprintln!(
                         "spinscope: changing {} (was {}); it is restored at the end, on error and on a signal (journal: {})",
                         s.variable,
@@ -361,10 +408,12 @@ impl SettingsGuard {
             self.set(&s.variable, &want)?;
             let actual = self.read(&s.variable)?;
             // The server may clamp: the record keeps what it really holds.
-            if let Some(rec) = self.records[idx].as_mut() {
+            if let Some(mut rec) = self.records[idx].clone() {
                 if !journal::same_value(&rec.set_to, &actual) {
                     rec.set_to = plain(&actual);
-                    journal::open(rec)?;
+                    journal::open(&rec)?;
+                    self.copy_to_server(&rec);
+                    self.records[idx] = Some(rec);
                 }
             }
             now.push(Setting {
@@ -410,6 +459,9 @@ impl SettingsGuard {
                     // Read back equal: only now the journal record closes.
                     if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
                         journal::close(&rec.id);
+                        if let Some(c) = self.conn.as_mut() {
+                            journal::delete_server_copy(c, &rec);
+                        }
                     }
                 }
                 Ok(v) => {

@@ -62,6 +62,7 @@ fn system_refusal(s: &str) -> Error {
 fn is_ours(name: &str) -> bool {
     name == MARKER
         || name == MANIFEST
+        || name == crate::journal::SERVER_TABLE
         || name
             .strip_prefix("sbtest")
             .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
@@ -419,8 +420,31 @@ pub fn cleanup(connect: &Connector, schema: &str, force: bool) -> Result<bool> {
         ),
         "reading information_schema.TABLES",
     )?;
+    // Open change records (from any host) are kept: `spinscope restore` needs them.
+    let open_records: u64 = if names.iter().any(|n| n == crate::journal::SERVER_TABLE) {
+        q(
+            conn.query_first(format!(
+                "SELECT COUNT(*) FROM `{schema}`.`{}`",
+                crate::journal::SERVER_TABLE
+            )),
+            "reading the server-side journal",
+        )?
+        .unwrap_or(0)
+    } else {
+        0
+    };
+    if open_records > 0 {
+        eprintln!(
+            "spinscope: `{schema}` holds {open_records} open change record(s) in {}; kept with the marker. Run `spinscope restore` with the same connection flags, then cleanup again",
+            crate::journal::SERVER_TABLE
+        );
+    }
     // Marker last: an interrupted cleanup still knows the schema is ours.
-    let mut mine: Vec<&String> = names.iter().filter(|n| is_ours(n)).collect();
+    let mut mine: Vec<&String> = names
+        .iter()
+        .filter(|n| is_ours(n))
+        .filter(|n| open_records == 0 || (*n != MARKER && *n != crate::journal::SERVER_TABLE))
+        .collect();
     mine.sort_by_key(|n| *n == MARKER);
     for t in &mine {
         q(

@@ -188,11 +188,11 @@ impl InstrumentGuard {
         };
         let c = g.conn.as_mut().expect("guard connection");
         let server = journal::identify(c, &target.endpoint(), &target.flags_hint()).map_err(err)?;
-        for r in journal::for_server(&server.key) {
+        for r in journal::records_for(c, &server) {
             if r.what != INSTRUMENTS_WHAT {
                 continue;
             }
-            match journal::holder_state(&r.holder) {
+            match journal::holder_state_on(c, &r) {
                 HolderState::Me => {}
                 HolderState::Alive => {
                     return Err(crate::Error::bad_input(format!(
@@ -200,7 +200,7 @@ impl InstrumentGuard {
                         journal::describe(&r)
                     )))
                 }
-                _ if journal::restarted_since(&r, &server) => journal::close(&r.id),
+                _ if journal::restarted_since(&r, &server) => journal::close_everywhere(c, &r),
                 _ => {
                     return Err(crate::Error::bad_input(format!(
                         "--enable-instruments: {} and it was never set back; run `spinscope restore {}` first",
@@ -252,6 +252,8 @@ impl InstrumentGuard {
             restore_sql: restore_statements(&g.instruments, &g.consumers),
             holder: journal::me(),
             opened_unix_s: journal::now_unix(),
+            lock: Some("spinscope:pfs_wait_synch".into()),
+            server_copy: None,
         };
         // Durable record first, then the change.
         journal::open(&rec)?;
