@@ -475,7 +475,7 @@ pub fn warnings(f: &Findings) -> Vec<String> {
     let mut out = Vec::new();
     for r in &f.left_changed {
         out.push(format!(
-            "warning: {} and it was never set back; run `spinscope restore {}` (or SET GLOBAL by hand: {})",
+            "warning: {} and it was never set back; run `spinscope restore {}` (or by hand: {})",
             describe(r),
             r.server.connect_hint,
             r.restore_sql.first().cloned().unwrap_or_default()

@@ -4,6 +4,7 @@ use super::{Facts, Finding};
 
 pub mod arm_cache_line;
 pub mod innodb_status_cut;
+pub mod journal_left_changed;
 pub mod long_semaphore_waits;
 pub mod pfs_off;
 pub mod pfs_waits;
@@ -28,4 +29,5 @@ pub const ALL: &[Rule] = &[
     arm_cache_line::check,
     privileges::check,
     innodb_status_cut::check,
+    journal_left_changed::check,
 ];
