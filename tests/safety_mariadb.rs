@@ -459,7 +459,10 @@ fn killed_doctor_leaves_instruments_that_restore_brings_back_and_no_password_in_
         "{err}"
     );
     assert!(report.contains("change journal"), "{report}");
-    assert!(report.contains("still as a killed spinscope left it"), "{report}");
+    assert!(
+        report.contains("still as a killed spinscope left it"),
+        "{report}"
+    );
     let (code, _, err) = out(cmd(
         &db,
         &home,
