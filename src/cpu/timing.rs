@@ -181,4 +181,29 @@ mod tests {
             "per-hint time at scale 4 {w4:.2} ns vs {w1:.2} ns"
         );
     }
+
+    /// `Hint::None` (MariaDB's relax on aarch64) executes no instruction: a long run of them
+    /// takes a small fraction of the time of as many real hints.
+    #[test]
+    fn no_hint_executes_nothing() {
+        if !arch::SUPPORTED {
+            return;
+        }
+        let time = |h: Hint| {
+            (0..5)
+                .map(|_| {
+                    let t0 = Instant::now();
+                    relax_scaled(h, 200_000);
+                    t0.elapsed()
+                })
+                .min()
+                .unwrap()
+        };
+        let (none, real) = (time(Hint::None), time(arch::primary_hint()));
+        assert!(
+            none * 5 < real,
+            "200k empty hints took {none:?}, 200k {} took {real:?}",
+            arch::primary_hint().name()
+        );
+    }
 }
