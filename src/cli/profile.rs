@@ -1,7 +1,11 @@
 //! `spinscope profile`: sample a server with perf (or read a perf-script file), fold, classify
-//! spin/latch/kernel-lock frames, and report shares, Amdahl bounds and a flame graph.
+//! spin/latch/kernel-lock frames, and report weighted shares, sample counts, Amdahl bounds
+//! (upper bounds) and a flame graph.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -16,7 +20,8 @@ pub struct ProfileArgs {
     /// Profile the process with this id (perf record -g -p PID).
     #[arg(long)]
     pub pid: Option<u32>,
-    /// Profile the (lowest-pid) process with this command name, e.g. mariadbd or mysqld.
+    /// Profile the process with this command name, e.g. mariadbd or mysqld (several matching
+    /// processes are listed; choose one with --pid).
     #[arg(long)]
     pub process: Option<String>,
     /// Analyse an existing `perf script` text file instead of recording.
@@ -31,10 +36,17 @@ pub struct ProfileArgs {
     /// Top stacks to show per class.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
-    /// Print the spinscope.profile/1 JSON document instead of the table.
+    /// Fold this event of a script holding several (e.g. cycles, instructions); default: the
+    /// first in the script. Weights of different events are never added.
+    #[arg(long, value_name = "NAME")]
+    pub event: Option<String>,
+    /// Refuse a --perf-script input larger than this many MiB.
+    #[arg(long, value_name = "MB", default_value_t = 8192)]
+    pub max_input_mb: u64,
+    /// Print the spinscope.profile/2 JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Write the folded stacks (`frame;frame;... count`) to FILE.
+    /// Write the folded stacks (`comm;frame;... weight`, as inferno-collapse-perf) to FILE.
     #[arg(long, value_name = "FILE")]
     pub folded: Option<PathBuf>,
     /// Write a flame graph (SVG) to FILE, spin and latch classes in their own colours.
@@ -45,13 +57,47 @@ pub struct ProfileArgs {
     pub save_script: Option<PathBuf>,
 }
 
-fn write_file(flag: &str, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| {
-        Error::bad_input(format!(
-            "{flag} {}: cannot write ({e}); choose a writable path",
-            path.display()
-        ))
+/// An output file opened before any recording, so a bad path fails at once; 0600 (the stacks
+/// name the server's code paths and, with --save-script, its binaries).
+fn open_output(flag: &str, path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            Error::bad_input(format!(
+                "{flag} {}: cannot write ({e}); choose a writable path",
+                path.display()
+            ))
+        })
+}
+
+fn write_out(flag: &str, path: &Path, f: File, bytes: &[u8]) -> Result<()> {
+    let mut w = BufWriter::new(f);
+    w.write_all(bytes).and_then(|_| w.flush()).map_err(|e| {
+        Error::runtime(format!("{flag} {}: writing failed ({e})", path.display()))
     })
+}
+
+/// A reader that copies what it reads to a file (`--save-script` while streaming).
+struct Tee<R> {
+    inner: R,
+    out: BufWriter<File>,
+    failed: Option<std::io::Error>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.failed.is_none() {
+            if let Err(e) = self.out.write_all(&buf[..n]) {
+                self.failed = Some(e);
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// Run `spinscope profile`.
@@ -68,16 +114,43 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             a.frequency
         )));
     }
-    let (text, source) = if let Some(path) = &a.perf_script {
-        let bytes = std::fs::read(path).map_err(|e| {
+    if a.max_input_mb == 0 {
+        return Err(Error::bad_input("--max-input-mb 0: give at least 1"));
+    }
+    let folded_out = a
+        .folded
+        .as_deref()
+        .map(|p| open_output("--folded", p))
+        .transpose()?;
+    let svg_out = a
+        .svg
+        .as_deref()
+        .map(|p| open_output("--svg", p))
+        .transpose()?;
+    let mut opts = profile::Options {
+        top_stacks: a.top,
+        event: a.event.clone(),
+        max_input_bytes: a.max_input_mb.saturating_mul(1 << 20),
+        empty_is_idle: false,
+    };
+    let an = if let Some(path) = &a.perf_script {
+        if a.save_script.is_some() {
+            return Err(Error::bad_input(
+                "--save-script: only with a live recording (--pid or --process)",
+            ));
+        }
+        let file = File::open(path).map_err(|e| {
             Error::bad_input(format!(
                 "--perf-script {}: cannot read it ({e})",
                 path.display()
             ))
         })?;
-        // Valid UTF-8 (the usual case) is taken as is, without a lossy copy.
-        let text = String::from_utf8(bytes)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        if file.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(Error::bad_input(format!(
+                "--perf-script {}: is a directory; give a `perf script` text file",
+                path.display()
+            )));
+        }
         let src = Source {
             kind: "perf-script".into(),
             file: Some(path.display().to_string()),
@@ -87,7 +160,8 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             frequency_hz: None,
             event: None,
         };
-        (text, src)
+        let name = format!("--perf-script {}", path.display());
+        profile::analyse_reader(BufReader::with_capacity(1 << 18, file), &name, src, &opts)?
     } else {
         let pid = match (&a.pid, &a.process) {
             (Some(p), _) => *p,
@@ -96,9 +170,11 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         };
         let comm = collect::comm_of(pid)
             .ok_or_else(|| Error::bad_input(format!("--pid {pid}: no such process")))?;
-        let dir = std::env::temp_dir().join(format!("spinscope-profile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::runtime(format!("creating {}: {e}", dir.display())))?;
+        let save = a
+            .save_script
+            .as_deref()
+            .map(|p| open_output("--save-script", p))
+            .transpose()?;
         eprintln!(
             "spinscope: recording {comm} (pid {pid}) for {} s at {} Hz ...",
             a.seconds, a.frequency
@@ -108,12 +184,6 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             seconds: a.seconds,
             frequency_hz: a.frequency,
         };
-        let rec = collect::record(&req, &dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        let rec = rec?;
-        if let Some(p) = &a.save_script {
-            write_file("--save-script", p, rec.script.as_bytes())?;
-        }
         let src = Source {
             kind: "perf-record".into(),
             file: None,
@@ -121,18 +191,39 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             comm: Some(comm),
             seconds: Some(a.seconds),
             frequency_hz: Some(a.frequency),
-            event: Some(rec.event),
+            event: None,
         };
-        (rec.script, src)
+        opts.empty_is_idle = true;
+        let (an, _event) = collect::record(&req, |r| match save {
+            Some(f) => {
+                let mut tee = BufReader::with_capacity(
+                    1 << 18,
+                    Tee {
+                        inner: r,
+                        out: BufWriter::new(f),
+                        failed: None,
+                    },
+                );
+                let an = profile::analyse_reader(&mut tee, "perf script output", src, &opts)?;
+                let tee = tee.into_inner();
+                let mut out = tee.out;
+                if let Some(e) = tee.failed.or_else(|| out.flush().err()) {
+                    return Err(Error::runtime(format!("--save-script: writing failed ({e})")));
+                }
+                Ok(an)
+            }
+            None => profile::analyse_reader(r, "perf script output", src, &opts),
+        })?;
+        an
     };
 
-    let an = profile::analyse(&text, source, &profile::Options { top_stacks: a.top })?;
-    if let Some(p) = &a.folded {
-        write_file("--folded", p, profile::folded_text(&an.folded).as_bytes())?;
+    if let (Some(p), Some(f)) = (&a.folded, folded_out) {
+        write_out("--folded", p, f, profile::folded_text(&an.folded).as_bytes())?;
     }
-    if let Some(p) = &a.svg {
-        let svg = profile::svg::flame_graph(&an.folded, "spinscope profile")?;
-        write_file("--svg", p, svg.as_bytes())?;
+    if let (Some(p), Some(f)) = (&a.svg, svg_out) {
+        let svg =
+            profile::svg::flame_graph(&an.folded, "spinscope profile", &an.doc.weight_unit)?;
+        write_out("--svg", p, f, svg.as_bytes())?;
     }
     if a.json {
         report::print_json(&an.doc)?;
@@ -153,33 +244,54 @@ fn pct(x: f64) -> String {
 }
 
 fn print_table(d: &profile::ProfileDoc) {
+    if let Some(h) = &d.headline {
+        println!("{h}");
+        println!();
+    }
+    if d.samples == 0 {
+        return;
+    }
+    let event = d.source.event.as_deref().unwrap_or("unnamed event");
     println!(
-        "{} samples; {} without a symbol at the sampled IP; {} in spin loops found from instruction bytes",
-        d.samples, d.no_symbol_samples, d.spin_loop_samples
+        "{} samples of {event}, weight {} {}{}; {} without a symbol at the sampled IP; {} in \
+         spin loops found from instruction bytes",
+        d.samples,
+        d.weight,
+        d.weight_unit,
+        if d.call_chains {
+            ""
+        } else {
+            " (no call chains)"
+        },
+        d.no_symbol_samples,
+        d.spin_loop_samples
     );
     println!();
     let mut t = report::table(&[
         "class",
-        "self",
+        "share",
+        "samples",
         "inclusive",
-        "speedup if halved",
+        "at most x faster if halved",
         "if removed",
     ]);
     for c in &d.classes {
         t.add_row(vec![
             c.label.clone(),
             pct(c.self_share),
+            c.self_samples.to_string(),
             pct(c.inclusive_share),
-            format!("{}x", report::fmt_num(c.amdahl_speedup_if_halved)),
-            format!("{}x", report::fmt_num(c.amdahl_speedup_if_removed)),
+            format!("{}x", report::fmt_num(c.amdahl_at_most_if_halved)),
+            c.amdahl_at_most_if_removed
+                .map_or("unbounded".into(), |x| format!("{}x", report::fmt_num(x))),
         ]);
     }
     println!("{t}");
     if !d.spin_loops.is_empty() {
         println!();
-        let mut t = report::table(&["spin loop (no symbol)", "samples", "share"]);
+        let mut t = report::table(&["spin loop (no symbol)", "share", "samples"]);
         for l in d.spin_loops.iter().take(10) {
-            t.add_row(vec![l.name.clone(), l.samples.to_string(), pct(l.share)]);
+            t.add_row(vec![l.name.clone(), pct(l.share), l.samples.to_string()]);
         }
         println!("{t}");
     }
@@ -187,7 +299,12 @@ fn print_table(d: &profile::ProfileDoc) {
         println!();
         println!("top stacks: {} ({})", c.label, pct(c.self_share));
         for s in &c.top_stacks {
-            println!("  {:>6}  {}", pct(s.share), abbreviate(&s.stack));
+            println!(
+                "  {:>6} {:>7}  {}",
+                pct(s.share),
+                s.samples,
+                abbreviate(&s.stack)
+            );
         }
     }
     println!();

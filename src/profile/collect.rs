@@ -1,13 +1,21 @@
-//! Live collection: `perf record -g` on one process for a fixed time, then `perf script`.
-//! Uses the software cpu-clock event when the CPU's hardware events are not supported (VMs).
+//! Live collection: `perf record -g` on one process for a fixed time, then `perf script`
+//! streamed to the caller. Uses the software cpu-clock event when the CPU's hardware events are
+//! not supported (VMs). perf.data lives in a private temporary directory (mkdtemp, 0700) that is
+//! removed on every way out; the perf children are stopped and reaped on every way out too,
+//! including SIGINT, SIGTERM and SIGHUP during the recording.
 
-use std::path::Path;
-use std::process::Command;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-/// Columns asked of `perf script`: enough for folding and for the no-symbol spin-loop search.
-pub const SCRIPT_FIELDS: &str = "comm,pid,tid,time,event,ip,sym,symoff,dso";
+/// Columns asked of `perf script`: enough for folding, weights and the spin-loop search.
+pub const SCRIPT_FIELDS: &str = "comm,pid,tid,time,period,event,ip,sym,symoff,dso";
 
 /// A live recording request.
 #[derive(Debug, Clone)]
@@ -15,13 +23,6 @@ pub struct Request {
     pub pid: u32,
     pub seconds: f64,
     pub frequency_hz: u32,
-}
-
-/// What a recording produced.
-#[derive(Debug, Clone)]
-pub struct Recording {
-    pub script: String,
-    pub event: String,
 }
 
 fn perf_missing(e: &std::io::Error) -> Error {
@@ -53,7 +54,8 @@ pub fn comm_of(pid: u32) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// Find the pid of a process by its command name; the lowest pid when several match.
+/// Find the pid of the one process with this command name; several are refused with their
+/// pids listed (bad input: the user must choose with --pid).
 pub fn find_process(name: &str) -> Result<u32> {
     let rd =
         std::fs::read_dir("/proc").map_err(|e| Error::runtime(format!("reading /proc: {e}")))?;
@@ -62,11 +64,20 @@ pub fn find_process(name: &str) -> Result<u32> {
         .filter(|p| comm_of(*p).as_deref() == Some(name))
         .collect();
     pids.sort_unstable();
-    pids.first().copied().ok_or_else(|| {
-        Error::bad_input(format!(
+    match pids.as_slice() {
+        [] => Err(Error::bad_input(format!(
             "--process {name}: no running process has that name; start the server or give --pid"
-        ))
-    })
+        ))),
+        [one] => Ok(*one),
+        many => Err(Error::bad_input(format!(
+            "--process {name}: {} processes have that name (pids {}); choose one with --pid PID",
+            many.len(),
+            many.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// Whether hardware events work here; on VMs without a PMU perf reports `<not supported>`.
@@ -79,8 +90,129 @@ pub fn hardware_events_supported() -> Result<bool> {
     Ok(out.status.success() && !err.contains("not supported") && !err.contains("<not counted>"))
 }
 
-/// Record `req.pid` for `req.seconds`, writing perf.data into `dir`, and return the script.
-pub fn record(req: &Request, dir: &Path) -> Result<Recording> {
+/// SIGINT, SIGTERM and SIGHUP caught for the lifetime of the guard (the last one seen is kept).
+struct Signals {
+    got: Arc<AtomicUsize>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Signals {
+    fn catch() -> Signals {
+        let got = Arc::new(AtomicUsize::new(0));
+        let ids = [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ]
+        .iter()
+        .filter_map(|&s| signal_hook::flag::register_usize(s, Arc::clone(&got), s as usize).ok())
+        .collect();
+        Signals { got, ids }
+    }
+    fn caught(&self) -> Option<i32> {
+        match self.got.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s as i32),
+        }
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// A child that is stopped (SIGINT, then SIGKILL after a grace period) and reaped when dropped.
+struct Reaped(Option<Child>);
+
+impl Reaped {
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.0 {
+            // SAFETY: kill(2) on our own, not yet reaped, child.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, sig);
+            }
+        }
+    }
+    /// Ask the child to finish (SIGINT: perf writes its data and exits), wait up to `grace`,
+    /// then kill it; returns whether it exited successfully.
+    fn stop(&mut self, grace: Duration) -> bool {
+        let Some(mut c) = self.0.take() else {
+            return false;
+        };
+        if let Ok(Some(st)) = c.try_wait() {
+            return st.success();
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(c.id() as libc::pid_t, libc::SIGINT);
+        }
+        let end = Instant::now() + grace;
+        while Instant::now() < end {
+            if let Ok(Some(st)) = c.try_wait() {
+                return st.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        false
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A perf command in its own process group (a terminal's Ctrl-C reaches spinscope, which stops
+/// perf itself), told by the kernel to stop if spinscope dies.
+fn perf_command() -> Command {
+    let mut c = Command::new("perf");
+    c.process_group(0);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    c
+}
+
+fn first_line(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_string())
+        })
+        .unwrap_or_else(|| "no message".into())
+}
+
+/// Record `req.pid` for `req.seconds` and hand `perf script`'s output, streamed, to `consume`.
+/// Returns what `consume` returned and the event recorded.
+pub fn record<T>(
+    req: &Request,
+    consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
+) -> Result<(T, String)> {
     if comm_of(req.pid).is_none() {
         return Err(Error::bad_input(format!(
             "--pid {}: no such process",
@@ -92,69 +224,135 @@ pub fn record(req: &Request, dir: &Path) -> Result<Recording> {
     } else {
         "cpu-clock"
     };
-    let data = dir.join("perf.data");
-    let out = Command::new("perf")
-        .arg("record")
-        .args([
-            "-e",
-            event,
-            "-g",
-            "-F",
-            &req.frequency_hz.to_string(),
-            "-p",
-            &req.pid.to_string(),
-        ])
-        .arg("-o")
-        .arg(&data)
-        .args(["--", "sleep", &format!("{:.3}", req.seconds)])
-        .output()
-        .map_err(|e| perf_missing(&e))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        if let Some(e) = paranoid_hint(&stderr) {
-            return Err(e);
-        }
-        if comm_of(req.pid).is_none() {
+    let dir = tempfile::Builder::new()
+        .prefix("spinscope-profile-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("creating a private temporary directory: {e}")))?;
+    let data = dir.path().join("perf.data");
+    let errlog = dir.path().join("perf.stderr");
+    let signals = Signals::catch();
+    let err_file = File::create(&errlog)
+        .map_err(|e| Error::runtime(format!("creating {}: {e}", errlog.display())))?;
+    let mut perf = Reaped(Some(
+        perf_command()
+            .arg("record")
+            .args([
+                "-e",
+                event,
+                "-g",
+                "-F",
+                &req.frequency_hz.to_string(),
+                "-p",
+                &req.pid.to_string(),
+                "-q",
+            ])
+            .arg("-o")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err_file)
+            .spawn()
+            .map_err(|e| perf_missing(&e))?,
+    ));
+    let deadline = Instant::now() + Duration::from_secs_f64(req.seconds);
+    let mut ended_early = None;
+    while Instant::now() < deadline {
+        if let Some(s) = signals.caught() {
+            perf.stop(Duration::from_secs(10));
             return Err(Error::runtime(format!(
-                "process {} exited during the profile; nothing usable was recorded",
-                req.pid
+                "profile stopped by {}: perf record was stopped and its temporary files removed; \
+                 nothing was analysed",
+                signal_name(s)
             )));
         }
-        let first = stderr
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
-        return Err(Error::runtime(format!("perf record failed: {first}")));
+        if let Some(c) = perf.0.as_mut() {
+            if let Ok(Some(st)) = c.try_wait() {
+                ended_early = Some(st);
+                perf.0 = None;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    let ok = match ended_early {
+        Some(st) => st.success(),
+        None => perf.stop(Duration::from_secs(30)),
+    };
+    let stderr = std::fs::read_to_string(&errlog).unwrap_or_default();
     if comm_of(req.pid).is_none() {
         return Err(Error::runtime(format!(
             "process {} exited during the profile; profile a running server",
             req.pid
         )));
     }
-    let out = Command::new("perf")
-        .args(["script", "-F", SCRIPT_FIELDS, "-i"])
-        .arg(&data)
-        .output()
-        .map_err(|e| perf_missing(&e))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let first = err
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
-        return Err(Error::runtime(format!("perf script failed: {first}")));
-    }
-    let script = String::from_utf8(out.stdout)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    if script.trim().is_empty() {
+    if !ok || ended_early.is_some() || !data.exists() {
+        if let Some(e) = paranoid_hint(&stderr) {
+            return Err(e);
+        }
         return Err(Error::runtime(format!(
-            "perf recorded no samples of process {} in {} s: is it busy? try a longer --seconds",
-            req.pid, req.seconds
+            "perf record failed: {}",
+            first_line(&errlog)
         )));
     }
-    Ok(Recording {
-        script,
-        event: event.to_string(),
-    })
+
+    let script_err = dir.path().join("perf-script.stderr");
+    let err_file = File::create(&script_err)
+        .map_err(|e| Error::runtime(format!("creating {}: {e}", script_err.display())))?;
+    let mut script = Reaped(Some(
+        perf_command()
+            .args(["script", "-F", SCRIPT_FIELDS, "-i"])
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err_file)
+            .spawn()
+            .map_err(|e| perf_missing(&e))?,
+    ));
+    let out = script
+        .0
+        .as_mut()
+        .and_then(|c| c.stdout.take())
+        .ok_or_else(|| Error::runtime("perf script: no output pipe"))?;
+    // A signal while perf script runs stops it; the reader then sees the end of its output.
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = Arc::clone(&done);
+        let got = Arc::clone(&signals.got);
+        let pid = script.0.as_ref().map_or(0, |c| c.id()) as libc::pid_t;
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                if got.load(Ordering::SeqCst) != 0 {
+                    // SAFETY: kill(2) on our child; it is reaped only after this thread ends.
+                    unsafe {
+                        libc::kill(pid, libc::SIGTERM);
+                    }
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut reader = BufReader::with_capacity(1 << 18, out);
+    let res = consume(&mut reader);
+    drop(reader);
+    done.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    if let Some(s) = signals.caught() {
+        script.signal(libc::SIGTERM);
+        return Err(Error::runtime(format!(
+            "profile stopped by {} while reading the recording: perf was stopped and its \
+             temporary files removed",
+            signal_name(s)
+        )));
+    }
+    let status = script.0.take().map(|mut c| c.wait());
+    let value = res?;
+    if !matches!(status, Some(Ok(st)) if st.success()) {
+        return Err(Error::runtime(format!(
+            "perf script failed: {}",
+            first_line(&script_err)
+        )));
+    }
+    drop(dir);
+    Ok((value, event.to_string()))
 }

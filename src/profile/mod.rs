@@ -1,22 +1,27 @@
-//! `profile`: where a server's CPU goes. Owns perf collection (`collect`), a lenient
-//! perf-script reader (`parse`), spin loops found from instruction bytes when symbols are
-//! missing (`elf`), the class rules (`rules`), stack folding via inferno, the
-//! `spinscope.profile/1` document and the flame graph (`svg`).
+//! `profile`: where a server's CPU goes. Owns perf collection (`collect`), the streaming
+//! perf-script folder (`fold`: inferno's stacks and period weights, plus sample counts), spin
+//! loops found from instruction bytes when symbols are missing (`elf`), the class rules
+//! (`rules`), the `spinscope.profile/2` document and the flame graph (`svg`).
 
 pub mod collect;
 pub mod elf;
-pub mod parse;
+pub mod fold;
 pub mod rules;
 pub mod svg;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::BufRead;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use fold::Tally;
 use rules::Class;
 
-pub const SCHEMA: &str = "spinscope.profile/1";
+pub const SCHEMA: &str = "spinscope.profile/2";
+
+/// Default cap on the size of a perf-script input, in bytes (8 GiB).
+pub const DEFAULT_MAX_INPUT_BYTES: u64 = 8 << 30;
 
 /// Where the samples came from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -28,32 +33,39 @@ pub struct Source {
     pub comm: Option<String>,
     pub seconds: Option<f64>,
     pub frequency_hz: Option<u32>,
+    /// The event folded (`cycles`, `cpu-clock`, ...).
     pub event: Option<String>,
 }
 
-/// One folded stack and its samples.
+/// One folded stack: its samples and their weight (sum of periods).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StackCount {
     pub stack: String,
     pub samples: u64,
+    pub weight: u64,
+    /// Share of the total weight.
     pub share: f64,
 }
 
-/// One class's shares and its Amdahl bounds.
+/// One class's shares and its Amdahl bounds. Shares are of the weight (periods), as in
+/// `perf report`; sample counts are given beside.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ClassShare {
     pub class: String,
     pub label: String,
     /// Samples whose nearest-to-leaf classified frame is of this class.
     pub self_samples: u64,
+    pub self_weight: u64,
     pub self_share: f64,
     /// Samples with a frame of this class anywhere on the stack (named classes only).
     pub inclusive_samples: u64,
+    pub inclusive_weight: u64,
     pub inclusive_share: f64,
-    /// Whole-program speedup bound if this class's self share were halved: 1/((1-p)+p/2).
-    pub amdahl_speedup_if_halved: f64,
-    /// ... or removed: 1/(1-p).
-    pub amdahl_speedup_if_removed: f64,
+    /// The whole program is at most this much faster if this class's self share were halved:
+    /// 1/((1-p)+p/2).
+    pub amdahl_at_most_if_halved: f64,
+    /// ... or removed: 1/(1-p); null when the class is the whole profile (no bound).
+    pub amdahl_at_most_if_removed: Option<f64>,
     pub top_stacks: Vec<StackCount>,
 }
 
@@ -65,19 +77,41 @@ pub struct SpinLoop {
     pub binary: String,
     pub file_offset: u64,
     pub samples: u64,
+    pub weight: u64,
     pub share: f64,
 }
 
-/// The `spinscope.profile/1` document.
+/// An event present in the script and its samples (event lines).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EventSeen {
+    pub event: String,
+    pub samples: u64,
+}
+
+/// The `spinscope.profile/2` document.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ProfileDoc {
     pub schema: String,
     pub source: Source,
+    /// Samples of the folded event.
     pub samples: u64,
+    /// Their total weight: the sum of their periods (a sample without a period weighs 1).
+    pub weight: u64,
+    /// What a unit of weight is: "ns" (cpu-clock, task-clock), the event's name (cycles,
+    /// instructions, page-faults: one per event), or "samples" when no sample had a period.
+    pub weight_unit: String,
+    /// Every event in the script; only `source.event` is folded.
+    pub events: Vec<EventSeen>,
+    /// Whether call chains were recorded (`perf record -g`); false: one-frame stacks.
+    pub call_chains: bool,
     /// Samples whose sampled IP had no symbol.
     pub no_symbol_samples: u64,
     /// Of those, samples found to sit in a spin loop from instruction bytes.
     pub spin_loop_samples: u64,
+    /// Weight share of the InnoDB spin class (self).
+    pub spin_share: f64,
+    /// One sentence tying the spin share to the spin settings, when there is spinning.
+    pub headline: Option<String>,
     pub classes: Vec<ClassShare>,
     pub spin_loops: Vec<SpinLoop>,
     pub notes: Vec<String>,
@@ -87,19 +121,30 @@ pub struct ProfileDoc {
 #[derive(Debug, Clone)]
 pub struct Analysis {
     pub doc: ProfileDoc,
-    /// inferno's folded lines, `comm;frame;...;leaf count`, sorted.
-    pub folded: Vec<(String, u64)>,
+    /// Folded stacks, `comm;frame;...;leaf`, sorted, with samples and weight.
+    pub folded: Vec<(String, Tally)>,
 }
 
 /// Options of the analysis.
 #[derive(Debug, Clone)]
 pub struct Options {
     pub top_stacks: usize,
+    /// Fold this event; `None`: the first in the script.
+    pub event: Option<String>,
+    /// Refuse inputs longer than this.
+    pub max_input_bytes: u64,
+    /// An input without any sample is a result (an idle process recorded live), not an error.
+    pub empty_is_idle: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { top_stacks: 5 }
+        Options {
+            top_stacks: 5,
+            event: None,
+            max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+            empty_is_idle: false,
+        }
     }
 }
 
@@ -115,72 +160,119 @@ pub fn amdahl(p: f64, s: f64) -> f64 {
     }
 }
 
-/// Analyse a perf-script text.
+/// Analyse a perf-script text given as a string.
 pub fn analyse(text: &str, source: Source, opts: &Options) -> Result<Analysis> {
-    if text.trim().is_empty() {
-        return Err(Error::bad_input(
-            "the perf script is empty: record with `perf record -g` and export with `perf script`",
-        ));
-    }
-    let scan = parse::scan(text);
-    if scan.samples == 0 {
-        return Err(Error::bad_input(format!(
-            "no samples with stacks in the perf script ({} event headers, {} unreadable lines): \
-             is it `perf script` text from `perf record -g`?",
-            scan.headers, scan.bad_lines
-        )));
-    }
-    let mut notes = Vec::new();
+    analyse_reader(text.as_bytes(), "the perf script", source, opts)
+}
 
-    // Spin loops without symbols.
-    let (names, unreadable) = find_spin_loops(&scan);
+fn events_list(events: &[(String, u64)]) -> String {
+    events
+        .iter()
+        .map(|(e, n)| format!("{} ({n})", if e.is_empty() { "unnamed" } else { e }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Analyse `perf script` text read from `r` (streamed); `input` names it in messages.
+pub fn analyse_reader<R: BufRead>(
+    r: R,
+    input: &str,
+    source: Source,
+    opts: &Options,
+) -> Result<Analysis> {
+    let fo = fold::FoldOptions {
+        event: opts.event.clone(),
+        annotate_kernel: true,
+        keep_unknown_leaves: true,
+        max_bytes: opts.max_input_bytes,
+    };
+    let f = fold::fold(r, fo).map_err(|e| match e {
+        fold::FoldError::Read(e) => Error::bad_input(format!("{input}: reading failed ({e})")),
+        fold::FoldError::TooLong { max_bytes } => Error::bad_input(format!(
+            "{input}: longer than {} MiB, the input cap: record a shorter window, or raise \
+             --max-input-mb",
+            max_bytes >> 20
+        )),
+        fold::FoldError::LineTooLong { line } => Error::bad_input(format!(
+            "{input}: line {line} is longer than {} MiB: this is not `perf script` text",
+            fold::MAX_LINE_BYTES >> 20
+        )),
+    })?;
+    if f.total.samples == 0 {
+        return no_samples(&f, input, source, opts);
+    }
+
+    let mut notes = Vec::new();
+    let (names, unreadable) = find_spin_loops(&f);
     for d in &unreadable {
         notes.push(format!(
             "{d}: not readable here, so its unsymbolized samples could not be examined for spin loops"
         ));
     }
-    let edits = parse::edits(text, &scan, &names);
-
-    // An explicit event filter: inferno asserts (panics) when it cannot find one itself.
-    let event = scan
-        .first_event
-        .clone()
-        .unwrap_or_else(|| "cpu-clock".to_string());
-    let folded = fold(parse::Edited::new(text, &edits), event)?;
-    if folded.is_empty() {
-        return Err(Error::bad_input(
-            "the perf script folded to no stacks: is it `perf script` text?",
-        ));
-    }
-    let doc = classify(&folded, &scan, &names, source, notes, opts);
+    let folded = f.resolve(&names);
+    let doc = classify(&folded, &f, source, notes, opts);
     Ok(Analysis { doc, folded })
 }
 
-/// Fold with inferno's perf collapser; kernel frames get `_[k]`.
-fn fold(text: parse::Edited<'_>, event: String) -> Result<Vec<(String, u64)>> {
-    use inferno::collapse::Collapse;
-    let mut o = inferno::collapse::perf::Options::default();
-    o.event_filter = Some(event);
-    o.annotate_kernel = true;
-    // inferno folds on one thread unless built with its `multithreaded` feature, which this
-    // crate leaves off (on 2 vCPUs its own CLI gains ~10% wall time for ~70% more CPU);
-    // the result is sorted below either way, so it does not depend on the thread count.
-    o.nthreads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut folder = inferno::collapse::perf::Folder::from(o);
-    let mut out = Vec::with_capacity(64 * 1024);
-    folder
-        .collapse(text, &mut out)
-        .map_err(|e| Error::bad_input(format!("folding the perf script failed: {e}")))?;
-    let out = String::from_utf8_lossy(&out);
-    let mut v: Vec<(String, u64)> = out
-        .lines()
-        .filter_map(|l| {
-            let (stack, n) = l.rsplit_once(' ')?;
-            Some((stack.to_string(), n.parse().ok()?))
-        })
-        .collect();
-    v.sort();
-    Ok(v)
+/// No sample of the chosen event: an idle result (live recording), or one line saying what
+/// was recognised and what was not.
+fn no_samples(
+    f: &fold::Folded,
+    input: &str,
+    mut source: Source,
+    opts: &Options,
+) -> Result<Analysis> {
+    if let Some(want) = &opts.event {
+        if f.event_lines > 0 {
+            return Err(Error::bad_input(format!(
+                "--event {want}: the script has no samples of it; its events: {}",
+                events_list(&f.events)
+            )));
+        }
+    }
+    if f.lines == 0 || f.lines == f.comment_lines {
+        if opts.empty_is_idle {
+            source.event = f.event.clone().or(source.event);
+            let doc = ProfileDoc {
+                schema: SCHEMA.to_string(),
+                source,
+                samples: 0,
+                weight: 0,
+                weight_unit: "samples".into(),
+                events: Vec::new(),
+                call_chains: false,
+                no_symbol_samples: 0,
+                spin_loop_samples: 0,
+                spin_share: 0.0,
+                headline: Some(
+                    "the process was idle: perf recorded no samples of it in the window, so \
+                     nothing in it spent CPU (spinning included)"
+                        .into(),
+                ),
+                classes: Vec::new(),
+                spin_loops: Vec::new(),
+                notes: Vec::new(),
+            };
+            return Ok(Analysis {
+                doc,
+                folded: Vec::new(),
+            });
+        }
+        return Err(Error::bad_input(format!(
+            "{input} is empty{}: export a recording with `perf script`",
+            if f.lines > 0 { " (comments only)" } else { "" }
+        )));
+    }
+    let odd = match &f.first_odd {
+        Some((n, l)) => format!("; first unrecognised line {n}: {l:?}"),
+        None => String::new(),
+    };
+    Err(Error::bad_input(format!(
+        "{input}: not `perf script` text: of {} lines, {} were event lines (`comm pid time: \
+         [period] event:`), {} frame lines (`ip symbol (dso)`), {} not recognised{odd}; export \
+         with `perf script`",
+        f.lines, f.event_lines, f.frame_lines, f.odd_lines
+    )))
 }
 
 fn binary_name(dso: &str) -> &str {
@@ -188,23 +280,23 @@ fn binary_name(dso: &str) -> &str {
 }
 
 /// Examine unsymbolized leaf IPs; returns names for the spin loops and DSOs not readable.
-fn find_spin_loops(scan: &parse::Scan) -> (BTreeMap<(String, u64), String>, BTreeSet<String>) {
-    let mut names = BTreeMap::new();
+fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String>) {
+    let mut names = HashMap::new();
     let mut unreadable = BTreeSet::new();
     let mut cache: BTreeMap<&str, Option<elf::Binary>> = BTreeMap::new();
-    for (dso, ip) in scan.unknown_leaves.keys() {
+    for (i, leaf) in f.leaves.iter().enumerate() {
         let bin = cache
-            .entry(dso.as_str())
-            .or_insert_with(|| elf::Binary::open(std::path::Path::new(dso)));
+            .entry(leaf.dso.as_str())
+            .or_insert_with(|| elf::Binary::open(std::path::Path::new(&leaf.dso)));
         let Some(bin) = bin else {
-            unreadable.insert(dso.clone());
+            unreadable.insert(leaf.dso.clone());
             continue;
         };
-        if bin.is_spin_loop(*ip) {
-            if let Some(off) = bin.file_offset(*ip) {
+        if bin.is_spin_loop(leaf.ip) {
+            if let Some(off) = bin.file_offset(leaf.ip) {
                 names.insert(
-                    (dso.clone(), *ip),
-                    format!("[spin loop at {}+0x{:x}]", binary_name(dso), off),
+                    i,
+                    format!("[spin loop at {}+0x{:x}]", binary_name(&leaf.dso), off),
                 );
             }
         }
@@ -221,144 +313,230 @@ fn share(n: u64, total: u64) -> f64 {
 }
 
 /// Class of one folded stack (frames after the comm root): nearest-to-leaf rule match, else
-/// the leaf's subsystem.
+/// the rest class by the frames' roles.
 pub fn stack_class(frames: &[&str]) -> Class {
     frames
         .iter()
         .rev()
         .find_map(|f| rules::frame_class(f))
-        .unwrap_or_else(|| {
-            let leaf = frames.last().copied().unwrap_or("");
-            rules::rest_class(leaf, leaf.ends_with("_[k]"))
-        })
+        .unwrap_or_else(|| rules::rest_class(frames))
+}
+
+/// What a unit of weight is for `event`.
+pub fn weight_unit(event: Option<&str>, with_period: u64) -> String {
+    match event {
+        _ if with_period == 0 => "samples".into(),
+        Some("cpu-clock") | Some("task-clock") => "ns".into(),
+        Some(e) if !e.is_empty() => e.to_string(),
+        _ => "period units".into(),
+    }
 }
 
 fn classify(
-    folded: &[(String, u64)],
-    scan: &parse::Scan,
-    names: &BTreeMap<(String, u64), String>,
-    source: Source,
+    folded: &[(String, Tally)],
+    f: &fold::Folded,
+    mut source: Source,
     mut notes: Vec<String>,
     opts: &Options,
 ) -> ProfileDoc {
-    let total: u64 = folded.iter().map(|(_, n)| n).sum();
-    let mut self_n: BTreeMap<Class, u64> = BTreeMap::new();
-    let mut incl_n: BTreeMap<Class, u64> = BTreeMap::new();
-    let mut stacks: BTreeMap<Class, Vec<(&str, u64)>> = BTreeMap::new();
-    let mut loops: BTreeMap<String, u64> = BTreeMap::new();
-    for (stack, n) in folded {
+    let total = f.total;
+    let mut self_t: BTreeMap<Class, Tally> = BTreeMap::new();
+    let mut incl_t: BTreeMap<Class, Tally> = BTreeMap::new();
+    let mut stacks: BTreeMap<Class, Vec<(&str, Tally)>> = BTreeMap::new();
+    let mut loops: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut sync_array = false;
+    for (stack, t) in folded {
         let frames: Vec<&str> = stack.split(';').skip(1).collect();
         let c = stack_class(&frames);
-        *self_n.entry(c).or_insert(0) += n;
-        stacks.entry(c).or_default().push((stack, *n));
+        add(self_t.entry(c).or_default(), *t);
+        stacks.entry(c).or_default().push((stack, *t));
         let mut seen = BTreeSet::new();
-        for f in &frames {
-            if let Some(fc) = rules::frame_class(f) {
+        for fr in &frames {
+            if let Some(fc) = rules::frame_class(fr) {
                 seen.insert(fc);
             }
+            sync_array |= fr.starts_with("sync_array_");
         }
         seen.insert(c);
         for fc in seen {
-            *incl_n.entry(fc).or_insert(0) += n;
+            add(incl_t.entry(fc).or_default(), *t);
         }
         if let Some(leaf) = frames.last() {
             if let Some(name) = leaf
                 .strip_prefix("[spin loop at ")
                 .and_then(|s| s.strip_suffix(']'))
             {
-                *loops.entry(name.to_string()).or_insert(0) += n;
+                add(loops.entry(name.to_string()).or_default(), *t);
             }
         }
     }
 
     let mut classes: Vec<ClassShare> = Class::ALL
         .iter()
-        .filter(|c| incl_n.contains_key(c))
+        .filter(|c| incl_t.contains_key(c))
         .map(|&c| {
-            let s = self_n.get(&c).copied().unwrap_or(0);
-            let i = incl_n.get(&c).copied().unwrap_or(0);
-            let p = share(s, total);
+            let s = self_t.get(&c).copied().unwrap_or_default();
+            let i = incl_t.get(&c).copied().unwrap_or_default();
+            let p = share(s.weight, total.weight);
             let mut top = stacks.remove(&c).unwrap_or_default();
-            top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            top.sort_by(|a, b| b.1.weight.cmp(&a.1.weight).then(a.0.cmp(b.0)));
             ClassShare {
                 class: c.id().to_string(),
-                label: c.label().to_string(),
-                self_samples: s,
+                label: c.label_in(sync_array).to_string(),
+                self_samples: s.samples,
+                self_weight: s.weight,
                 self_share: p,
-                inclusive_samples: i,
-                inclusive_share: share(i, total),
-                amdahl_speedup_if_halved: amdahl(p, 2.0),
-                amdahl_speedup_if_removed: amdahl(p, f64::INFINITY),
+                inclusive_samples: i.samples,
+                inclusive_weight: i.weight,
+                inclusive_share: share(i.weight, total.weight),
+                amdahl_at_most_if_halved: amdahl(p, 2.0),
+                amdahl_at_most_if_removed: Some(amdahl(p, f64::INFINITY)).filter(|x| x.is_finite()),
                 top_stacks: top
                     .into_iter()
                     .take(opts.top_stacks)
-                    .map(|(st, n)| StackCount {
+                    .map(|(st, t)| StackCount {
                         stack: st.to_string(),
-                        samples: n,
-                        share: share(n, total),
+                        samples: t.samples,
+                        weight: t.weight,
+                        share: share(t.weight, total.weight),
                     })
                     .collect(),
             }
         })
         .collect();
     classes.sort_by(|a, b| {
-        b.self_samples
-            .cmp(&a.self_samples)
+        b.self_weight
+            .cmp(&a.self_weight)
             .then(a.class.cmp(&b.class))
     });
 
     let mut spin_loops: Vec<SpinLoop> = loops
         .into_iter()
-        .map(|(name, n)| {
+        .map(|(name, t)| {
             let (binary, off) = name.rsplit_once("+0x").unwrap_or((&name, "0"));
             SpinLoop {
                 name: format!("spin loop at {name}"),
                 binary: binary.to_string(),
                 file_offset: u64::from_str_radix(off, 16).unwrap_or(0),
-                samples: n,
-                share: share(n, total),
+                samples: t.samples,
+                weight: t.weight,
+                share: share(t.weight, total.weight),
             }
         })
         .collect();
-    spin_loops.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.name.cmp(&b.name)));
+    spin_loops.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.name.cmp(&b.name)));
     let spin_loop_samples = spin_loops.iter().map(|l| l.samples).sum();
-    let _ = names;
 
-    if scan.no_symbol_samples > 0 {
+    let event = f.event.clone();
+    let unit = weight_unit(event.as_deref(), f.samples_with_period);
+    let ev_name = event.clone().filter(|e| !e.is_empty());
+    if f.events.len() > 1 {
+        notes.push(format!(
+            "the script holds several events: {}; only {} is folded (choose with --event NAME); \
+             weights of different events are never added",
+            events_list(&f.events),
+            ev_name.as_deref().unwrap_or("the first")
+        ));
+    }
+    let call_chains = f.max_depth > 1;
+    if !call_chains {
+        notes.push(
+            "no call chains were recorded (perf record without -g): each stack is the sampled \
+             function alone, classes come from it, and the InnoDB / SQL-layer split goes by \
+             function name only; record with -g for callers"
+                .into(),
+        );
+    }
+    if f.samples_with_period == 0 {
+        notes.push(
+            "the script carries no sample periods (an old perf, or `perf script -F` without \
+             `period`): every sample weighs 1"
+                .into(),
+        );
+    } else {
+        if f.samples_with_period < total.samples {
+            notes.push(format!(
+                "{} of {} samples carry no period and weigh 1, as in inferno",
+                total.samples - f.samples_with_period,
+                total.samples
+            ));
+        }
+        notes.push(format!(
+            "shares are of the weight: each sample counts its period ({unit}), as `perf report` \
+             and inferno weigh them; sample counts are given beside"
+        ));
+    }
+    if f.no_symbol_samples > 0 {
         notes.push(format!(
             "{} of {} samples ({:.1}%) had no symbol at the sampled IP; install the server's \
              debug symbols (e.g. the -dbgsym package) so perf can name them; spin loops among \
              them were found from the instruction bytes",
-            scan.no_symbol_samples,
-            scan.samples,
-            100.0 * share(scan.no_symbol_samples, scan.samples)
+            f.no_symbol_samples,
+            total.samples,
+            100.0 * share(f.no_symbol_samples, total.samples)
         ));
     }
     notes.push(
-        "Amdahl bounds use the self share; sampling profilers have skid (the sampled IP can be \
-         an instruction or more past the one that used the time), so treat shares as estimates"
+        "speedups are upper bounds (Amdahl's law, docs/REFERENCE.md §9): the whole is at most \
+         that much faster if the class's self share were halved or removed; sampling has skid \
+         (the sampled IP can be an instruction or more past the one that used the time), so \
+         treat shares as estimates"
             .to_string(),
     );
-
+    let spin_share = classes
+        .iter()
+        .find(|c| c.class == Class::InnodbSpin.id())
+        .map_or(0.0, |c| c.self_share);
+    let who = if source.kind == "perf-record" {
+        "the server's CPU"
+    } else {
+        "the profiled CPU"
+    };
+    let headline = (spin_share > 0.0).then(|| {
+        format!(
+            "{:.0}% of {who} is spin waiting in InnoDB latches: see `spinscope doctor`'s spin \
+             budget, which prices innodb_spin_wait_delay and innodb_sync_spin_loops on this CPU",
+            100.0 * spin_share
+        )
+    });
+    source.event = ev_name;
     ProfileDoc {
         schema: SCHEMA.to_string(),
         source,
-        samples: total,
-        no_symbol_samples: scan.no_symbol_samples,
+        samples: total.samples,
+        weight: total.weight,
+        weight_unit: unit,
+        events: f
+            .events
+            .iter()
+            .map(|(e, n)| EventSeen {
+                event: e.clone(),
+                samples: *n,
+            })
+            .collect(),
+        call_chains,
+        no_symbol_samples: f.no_symbol_samples,
         spin_loop_samples,
+        spin_share,
+        headline,
         classes,
         spin_loops,
         notes,
     }
 }
 
-/// Folded lines as text (`stack count\n`), for `--folded`.
-pub fn folded_text(folded: &[(String, u64)]) -> String {
+fn add(t: &mut Tally, o: Tally) {
+    t.samples += o.samples;
+    t.weight = t.weight.saturating_add(o.weight);
+}
+
+/// Folded lines as text (`stack weight\n`, as inferno writes them), for `--folded`.
+pub fn folded_text(folded: &[(String, Tally)]) -> String {
     let mut s = String::new();
-    for (st, n) in folded {
+    for (st, t) in folded {
         s.push_str(st);
         s.push(' ');
-        s.push_str(&n.to_string());
+        s.push_str(&t.weight.to_string());
         s.push('\n');
     }
     s
@@ -393,6 +571,10 @@ mod tests {
         );
         assert_eq!(stack_class(&["row_ins", "ut_delay"]), Class::InnodbSpin);
         assert_eq!(stack_class(&["main", "row_ins"]), Class::Innodb);
+        assert_eq!(
+            stack_class(&["do_command", "mysql_update", "lock_tables"]),
+            Class::Server
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl Class {
     pub fn label(self) -> &'static str {
         match self {
             Class::InnodbSpin => "InnoDB spin",
-            Class::OsWait => "OS wait (sync array, futex)",
+            Class::OsWait => "OS wait (futex)",
             Class::KernelSpinlock => "kernel spinlock",
             Class::SignalMask => "signal-mask work (ppoll, sigprocmask)",
             Class::Innodb => "rest: InnoDB",
@@ -75,6 +75,15 @@ impl Class {
             Class::Kernel => "rest: kernel",
             Class::Unsymbolized => "rest: no symbol",
             Class::Other => "rest: other",
+        }
+    }
+
+    /// The label, naming the sync array only where the profile shows one (MySQL 5.6-8.0 and
+    /// MariaDB before 10.6 wait in it; MariaDB 10.6+ waits on futexes directly).
+    pub fn label_in(self, sync_array_seen: bool) -> &'static str {
+        match self {
+            Class::OsWait if sync_array_seen => "OS wait (sync array, futex)",
+            c => c.label(),
         }
     }
 
@@ -304,8 +313,34 @@ fn matches(p: Pat, s: &str) -> bool {
     }
 }
 
-/// InnoDB function-name prefixes and source-file families, for the "rest" subsystem split.
-const INNODB_PREFIXES: &[&str] = &[
+/// Frames that mean "this thread is working for InnoDB": the handler entry points the SQL layer
+/// calls, and InnoDB's own background threads (MySQL 5.6-8.x, MariaDB 10.x-11.x).
+const INNODB_ENTRY: &[&str] = &[
+    "ha_innobase::",
+    "ha_innopart::",
+    "innobase_",
+    "srv_master_",
+    "srv_purge_",
+    "srv_worker_",
+    "srv_monitor_",
+    "srv_error_monitor",
+    "buf_flush_page_cleaner",
+    "buf_flush_page_coordinator",
+    "buf_lru_manager",
+    "buf_dump_thread",
+    "buf_resize_thread",
+    "io_handler_thread",
+    "fts_optimize_thread",
+    "dict_stats_thread",
+    "lock_wait_timeout_thread",
+    "purge_coordinator_callback",
+    "purge_worker_callback",
+    "tpool::",
+];
+
+/// Function-name prefixes that only InnoDB uses (module prefixes of storage/innobase); SQL-layer
+/// names such as `lock_tables`, `lock_table_names` or `log_slow_statement` share none of them.
+const INNODB_NAMES: &[&str] = &[
     "btr_",
     "buf_",
     "dict_",
@@ -313,15 +348,9 @@ const INNODB_PREFIXES: &[&str] = &[
     "fsp_",
     "fseg_",
     "fts_",
-    "ha_innobase",
     "ibuf_",
-    "lock_",
-    "log_",
-    "mach_",
     "mtr_",
-    "os_",
     "page_",
-    "pfs_",
     "que_",
     "rec_",
     "row_",
@@ -329,45 +358,51 @@ const INNODB_PREFIXES: &[&str] = &[
     "sync_",
     "trx_",
     "ut_",
-    "mtr_t",
-    "trx_t",
-    "buf_pool_t",
-    "log_t",
-    "lock_sys_t",
-    "dict_sys_t",
-    "purge_sys_t",
     "srw_",
     "ssux_",
     "sux_",
-    "innobase_",
-    "cmp_",
     "dtuple_",
-    "btr_cur_",
+    "lock_rec_",
+    "lock_sys",
+    "lock_trx",
+    "lock_release",
+    "lock_grant",
+    "lock_clust_rec",
+    "lock_sec_rec",
+    "log_write",
+    "log_sys",
+    "log_buffer",
+    "log_free_check",
+    "log_checkpoint",
+    "log_t::",
+    "mtr_t::",
+    "trx_t::",
+    "buf_pool_t::",
+    "lock_sys_t::",
+    "dict_sys_t::",
+    "purge_sys_t::",
 ];
 
-/// Class of a sample that matched no rule: the subsystem of its leaf frame.
-pub fn rest_class(leaf: &str, leaf_is_kernel: bool) -> Class {
-    if leaf_is_kernel || leaf.ends_with("_[k]") {
-        return Kernel;
-    }
-    if leaf.starts_with('[') {
-        // inferno names unsymbolized frames after their module: [mariadbd], [unknown].
-        return Unsymbolized;
-    }
-    if INNODB_PREFIXES.iter().any(|p| leaf.starts_with(p)) {
-        return Innodb;
-    }
-    const LIBC: &[&str] = &[
+/// Whether a frame belongs to InnoDB by its role (an entry point or thread of the engine) or by
+/// a name only InnoDB uses.
+pub fn is_innodb_frame(frame: &str) -> bool {
+    let f = frame.strip_suffix("_[k]").unwrap_or(frame);
+    f == "lock_table"
+        || INNODB_ENTRY.iter().any(|p| f.starts_with(p))
+        || INNODB_NAMES.iter().any(|p| f.starts_with(p))
+}
+
+fn is_libc(leaf: &str) -> bool {
+    const PREFIXES: &[&str] = &[
         "__memmove",
         "__memcpy",
         "__memset",
         "__memcmp",
         "__strlen",
+        "__strcmp",
         "__GI_",
-        "_int_",
-        "malloc",
-        "free",
-        "cfree",
+        "_int_malloc",
+        "_int_free",
         "__libc",
         "__lll_",
         "_dl_",
@@ -375,15 +410,35 @@ pub fn rest_class(leaf: &str, leaf_is_kernel: bool) -> Class {
         "pthread_",
         "clock_gettime",
         "__clock_gettime",
-        "syscall",
         "__vdso",
         "__GI___",
+        "__nptl",
     ];
-    if LIBC.iter().any(|p| leaf.starts_with(p)) {
+    const EXACT: &[&str] = &[
+        "malloc", "free", "cfree", "calloc", "realloc", "memcpy", "memmove", "memset", "memcmp",
+        "strlen", "strcmp", "syscall", "__sched_yield", "sched_yield",
+    ];
+    PREFIXES.iter().any(|p| leaf.starts_with(p)) || EXACT.contains(&leaf)
+}
+
+/// Class of a sample that matched no rule (`frames` root first, comm excluded): kernel, libc or
+/// no-symbol by its leaf; otherwise InnoDB when a frame on the stack belongs to InnoDB (the
+/// leaf works on InnoDB's behalf), else the server's SQL layer. Stacks of one frame (recorded
+/// without call chains) can only go by the leaf's name.
+pub fn rest_class(frames: &[&str]) -> Class {
+    let leaf = frames.last().copied().unwrap_or("");
+    if leaf.ends_with("_[k]") {
+        return Kernel;
+    }
+    if leaf.starts_with('[') || leaf.starts_with('\u{1}') || leaf.trim().is_empty() {
+        // inferno names unsymbolized frames after their module: [mariadbd], [unknown].
+        return if leaf.is_empty() { Other } else { Unsymbolized };
+    }
+    if is_libc(leaf) {
         return Libc;
     }
-    if leaf.is_empty() {
-        return Other;
+    if frames.iter().any(|f| is_innodb_frame(f)) {
+        return Innodb;
     }
     Server
 }
@@ -432,11 +487,31 @@ mod tests {
     }
 
     #[test]
-    fn rest_by_subsystem() {
-        assert_eq!(rest_class("row_ins_clust_index_entry_low", false), Innodb);
-        assert_eq!(rest_class("__memmove_avx_unaligned_erms", false), Libc);
-        assert_eq!(rest_class("finish_task_switch", true), Kernel);
-        assert_eq!(rest_class("[mariadbd]", false), Unsymbolized);
-        assert_eq!(rest_class("dispatch_command", false), Server);
+    fn rest_by_role() {
+        assert_eq!(rest_class(&["row_ins_clust_index_entry_low"]), Innodb);
+        assert_eq!(rest_class(&["__memmove_avx_unaligned_erms"]), Libc);
+        assert_eq!(rest_class(&["schedule", "finish_task_switch_[k]"]), Kernel);
+        assert_eq!(rest_class(&["[mariadbd]"]), Unsymbolized);
+        assert_eq!(rest_class(&["dispatch_command"]), Server);
+        // SQL-layer table locking is not InnoDB, with or without a call chain.
+        assert_eq!(
+            rest_class(&["do_command", "mysql_update", "lock_tables"]),
+            Server
+        );
+        assert_eq!(
+            rest_class(&["mysql_execute_command", "open_tables", "lock_table_names"]),
+            Server
+        );
+        assert_eq!(rest_class(&["lock_table_names"]), Server);
+        // A server function working for InnoDB (called below the handler) is InnoDB's time.
+        assert_eq!(
+            rest_class(&["mysql_update", "ha_innobase::update_row", "my_hash_sort_bin"]),
+            Innodb
+        );
+        assert_eq!(
+            rest_class(&["tpool::thread_pool_generic::worker", "my_checksum"]),
+            Innodb
+        );
+        assert_eq!(rest_class(&["lock_rec_lock"]), Innodb);
     }
 }

@@ -5,12 +5,13 @@
 use inferno::flamegraph::color::{Color, PaletteMap};
 
 use super::rules::{self, Class};
+use super::Tally;
 use crate::error::{Error, Result};
 
 const WIDTH: usize = 1200;
 
 /// Render folded stacks to an SVG document.
-pub fn flame_graph(folded: &[(String, u64)], title: &str) -> Result<String> {
+pub fn flame_graph(folded: &[(String, Tally)], title: &str, unit: &str) -> Result<String> {
     let mut map = PaletteMap::default();
     for (stack, _) in folded {
         for f in stack.split(';').skip(1) {
@@ -25,9 +26,12 @@ pub fn flame_graph(folded: &[(String, u64)], title: &str) -> Result<String> {
     opts.hash = true;
     opts.deterministic = true;
     opts.image_width = Some(WIDTH);
-    opts.count_name = "samples".to_string();
+    opts.count_name = unit.to_string();
     opts.palette_map = Some(&mut map);
-    let lines: Vec<String> = folded.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let lines: Vec<String> = folded
+        .iter()
+        .map(|(s, t)| format!("{s} {}", t.weight))
+        .collect();
     let mut out = Vec::new();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(|s| s.as_str()), &mut out)
         .map_err(|e| Error::runtime(format!("drawing the flame graph failed: {e}")))?;

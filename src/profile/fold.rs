@@ -1,0 +1,668 @@
+//! Stack folding of `perf script` text in one streaming pass: the same folded stacks and the same
+//! weights as inferno's perf collapser (each sample weighted by its period, as `perf report`
+//! does; a sample without a period weighs 1), plus what spinscope needs besides: the sample count
+//! next to the weight of every stack, the events seen, whether call chains were recorded, and the
+//! leaf frames without a symbol (kept apart so their instruction bytes can be examined later).
+//!
+//! Bytes that are not UTF-8 are replaced (U+FFFD) line by line; nothing here indexes a string at
+//! a byte that could split a character, so no input panics. Input is read line by line with a cap
+//! on line length and total size; memory grows with distinct stacks, not with the input.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Read};
+
+/// Longest line accepted (a frame line is a few hundred bytes; a C++ template symbol a few KB).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Options of a fold.
+#[derive(Debug, Clone)]
+pub struct FoldOptions {
+    /// Fold only this event (`cycles`, `cpu-clock`, ...); `None`: the first one seen.
+    pub event: Option<String>,
+    /// Mark kernel frames with `_[k]` (inferno's `--kernel`).
+    pub annotate_kernel: bool,
+    /// Keep leaf frames without a symbol in a file-backed DSO apart (see [`Folded::leaves`]).
+    pub keep_unknown_leaves: bool,
+    /// Refuse input longer than this many bytes.
+    pub max_bytes: u64,
+}
+
+impl Default for FoldOptions {
+    fn default() -> Self {
+        FoldOptions {
+            event: None,
+            annotate_kernel: true,
+            keep_unknown_leaves: true,
+            max_bytes: u64::MAX,
+        }
+    }
+}
+
+/// Samples and weight of one stack (or class, or event).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub samples: u64,
+    pub weight: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: Tally) {
+        self.samples = self.samples.saturating_add(o.samples);
+        self.weight = self.weight.saturating_add(o.weight);
+    }
+}
+
+/// A leaf frame without a symbol, kept apart in the folded stacks as `\u{1}<index>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownLeaf {
+    pub dso: String,
+    pub ip: u64,
+    /// The name inferno gives it (`[mariadbd]`).
+    pub default_name: String,
+}
+
+/// Why a fold stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FoldError {
+    Read(String),
+    TooLong { max_bytes: u64 },
+    LineTooLong { line: u64 },
+}
+
+/// What one pass found.
+#[derive(Debug, Default)]
+pub struct Folded {
+    /// `comm;root;...;leaf` -> samples and weight. A leaf may be a placeholder `\u{1}<i>` for
+    /// `leaves[i]`; [`Folded::resolve`] replaces them.
+    pub stacks: HashMap<String, Tally>,
+    pub leaves: Vec<UnknownLeaf>,
+    /// The event folded (`None`: no event line named one).
+    pub event: Option<String>,
+    /// Every event seen, in order of appearance, with its event lines.
+    pub events: Vec<(String, u64)>,
+    /// Totals of the folded stacks.
+    pub total: Tally,
+    /// Folded samples whose event line carried a period.
+    pub samples_with_period: u64,
+    /// Most frame lines seen in one sample (1: no call chains).
+    pub max_depth: usize,
+    /// Folded samples whose leaf frame has no symbol.
+    pub no_symbol_samples: u64,
+    /// Bytes and lines read; lines that were event lines, frame lines, comments; and the first
+    /// line that was neither (number, text).
+    pub bytes: u64,
+    pub lines: u64,
+    pub event_lines: u64,
+    pub frame_lines: u64,
+    pub comment_lines: u64,
+    pub odd_lines: u64,
+    pub first_odd: Option<(u64, String)>,
+}
+
+impl Folded {
+    /// The folded stacks with placeholders replaced: `names[i]` (when given) or the default name
+    /// of `leaves[i]`; sorted by stack.
+    pub fn resolve(&self, names: &HashMap<usize, String>) -> Vec<(String, Tally)> {
+        let mut out: HashMap<String, Tally> = HashMap::with_capacity(self.stacks.len());
+        for (k, t) in &self.stacks {
+            let key = match k.rfind('\u{1}') {
+                Some(p) => {
+                    let i: usize = k[p + 1..].parse().unwrap_or(usize::MAX);
+                    let name = names
+                        .get(&i)
+                        .map(String::as_str)
+                        .or_else(|| self.leaves.get(i).map(|l| l.default_name.as_str()))
+                        .unwrap_or("[unknown]");
+                    format!("{}{}", &k[..p], name)
+                }
+                None => k.clone(),
+            };
+            out.entry(key).or_default().add(*t);
+        }
+        let mut v: Vec<(String, Tally)> = out.into_iter().collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum Filter {
+    Keep,
+    Skip,
+}
+
+/// The state machine of one pass (inferno's perf collapser, rewritten around one key buffer).
+struct State {
+    opt: FoldOptions,
+    event_filter: Option<String>,
+    in_event: bool,
+    filter: Filter,
+    pname: String,
+    period: Option<u64>,
+    /// Frame names of the current sample, leaf first, each line's inlined chain reversed.
+    names: String,
+    frames: Vec<(u32, u32)>,
+    depth: usize,
+    leaf_unknown: bool,
+    key: String,
+    leaf_index: HashMap<(String, u64), usize>,
+    out: Folded,
+}
+
+/// Fold a `perf script` text read from `r`.
+pub fn fold<R: BufRead>(mut r: R, opt: FoldOptions) -> Result<Folded, FoldError> {
+    let mut st = State {
+        event_filter: opt.event.clone(),
+        opt,
+        in_event: false,
+        filter: Filter::Keep,
+        pname: String::new(),
+        period: None,
+        names: String::new(),
+        frames: Vec::new(),
+        depth: 0,
+        leaf_unknown: false,
+        key: String::new(),
+        leaf_index: HashMap::new(),
+        out: Folded::default(),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(512);
+    loop {
+        buf.clear();
+        let n = (&mut r)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| FoldError::Read(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        st.out.bytes += n as u64;
+        st.out.lines += 1;
+        if n > MAX_LINE_BYTES {
+            return Err(FoldError::LineTooLong {
+                line: st.out.lines,
+            });
+        }
+        if st.out.bytes > st.opt.max_bytes {
+            return Err(FoldError::TooLong {
+                max_bytes: st.opt.max_bytes,
+            });
+        }
+        match std::str::from_utf8(&buf) {
+            Ok(line) => st.line(line),
+            Err(_) => {
+                let line = String::from_utf8_lossy(&buf).into_owned();
+                st.line(&line);
+            }
+        }
+    }
+    if st.frames_nonempty() {
+        st.after_event();
+    }
+    st.out.event = st.event_filter.take();
+    Ok(st.out)
+}
+
+impl State {
+    fn frames_nonempty(&self) -> bool {
+        !self.frames.is_empty()
+    }
+
+    fn odd(&mut self, line: &str) {
+        self.out.odd_lines += 1;
+        if self.out.first_odd.is_none() {
+            let mut end = line.len().min(80);
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.out.first_odd = Some((self.out.lines, line[..end].to_string()));
+        }
+    }
+
+    fn line(&mut self, raw: &str) {
+        if raw.starts_with('#') {
+            self.out.comment_lines += 1;
+            return;
+        }
+        let line = raw.trim_end();
+        if line.is_empty() {
+            self.after_event();
+        } else if self.in_event {
+            self.on_stack_line(line);
+        } else {
+            self.on_event_line(line);
+            if self.frames_nonempty() {
+                self.after_event();
+            }
+        }
+    }
+
+    fn on_event_line(&mut self, line: &str) {
+        self.in_event = true;
+        let Some((comm, end)) = event_line_parts(line) else {
+            self.odd(line);
+            self.in_event = false;
+            return;
+        };
+        self.out.event_lines += 1;
+        let mut by_colons = line[end..].splitn(3, ':').skip(1);
+        let event = by_colons.next().map(|period_and_event| {
+            let mut it = period_and_event.rsplit(' ');
+            let name = it.next().unwrap_or("");
+            self.period = it.next().and_then(|s| s.parse::<u64>().ok());
+            name
+        });
+        if let Some(event) = event {
+            match self.out.events.iter_mut().find(|(e, _)| e == event) {
+                Some((_, n)) => *n += 1,
+                None => self.out.events.push((event.to_string(), 1)),
+            }
+            match &self.event_filter {
+                Some(f) if f != event => {
+                    self.filter = Filter::Skip;
+                    return;
+                }
+                Some(_) => {}
+                None => self.event_filter = Some(event.to_string()),
+            }
+        }
+        // A one-frame stack may follow the event on the same line (no call chains).
+        let single = by_colons.next().and_then(|post| {
+            let start = post.find([':', ' ']).map_or(0, |i| i + 1);
+            let s = post[start..].trim();
+            (!s.is_empty()).then_some(s)
+        });
+        self.pname.clear();
+        for c in comm.chars() {
+            self.pname.push(if c == ' ' { '_' } else { c });
+        }
+        if let Some(s) = single {
+            self.on_stack_line(s);
+            self.in_event = false;
+        }
+    }
+
+    fn on_stack_line(&mut self, line: &str) {
+        if self.filter == Filter::Skip {
+            return;
+        }
+        let Some((pc, mut rawfunc, module)) = stack_line_parts(line) else {
+            self.odd(line);
+            return;
+        };
+        self.out.frame_lines += 1;
+        if let Some(off) = rawfunc.rfind("+0x") {
+            if rawfunc[off + 3..].bytes().all(|b| b.is_ascii_hexdigit()) {
+                rawfunc = &rawfunc[..off];
+            }
+        }
+        if rawfunc.starts_with('(') {
+            return;
+        }
+        let leaf = self.depth == 0;
+        self.depth += 1;
+        let unknown = rawfunc == "[unknown]" || rawfunc == " ";
+        if leaf {
+            self.leaf_unknown = unknown;
+            if unknown
+                && self.opt.keep_unknown_leaves
+                && module.starts_with('/')
+                && !is_kernel(module)
+                && !rawfunc.contains("->")
+            {
+                if let Ok(ip) = u64::from_str_radix(pc, 16) {
+                    let default = self.frame_name(rawfunc, module, true);
+                    let n = self.out.leaves.len();
+                    let i = *self
+                        .leaf_index
+                        .entry((module.to_string(), ip))
+                        .or_insert(n);
+                    if i == n {
+                        self.out.leaves.push(UnknownLeaf {
+                            dso: module.to_string(),
+                            ip,
+                            default_name: default,
+                        });
+                    }
+                    let s = self.names.len();
+                    self.names.push('\u{1}');
+                    self.names.push_str(&i.to_string());
+                    self.frames.push((s as u32, self.names.len() as u32));
+                    return;
+                }
+            }
+        }
+        let demangled = fix_rust_symbol(rawfunc);
+        // Inlined chains (`a->b->c`): the first keeps its place, the rest are marked `_[i]`; the
+        // names are pushed in reverse so that reversing the sample gives a->b->c root to leaf.
+        let first_pushed = self.frames.len();
+        for (n, func) in demangled.split("->").enumerate() {
+            let s = self.names.len();
+            self.push_name(func, module, n == 0);
+            if n > 0 && !self.names[s..].contains("_[i]") {
+                self.names.push_str("_[i]");
+            }
+            self.frames.push((s as u32, self.names.len() as u32));
+        }
+        self.frames[first_pushed..].reverse();
+    }
+
+    /// The name of one frame as inferno writes it (module fallback, tidied, annotated).
+    fn frame_name(&mut self, func: &str, module: &str, first: bool) -> String {
+        let s = self.names.len();
+        self.push_name(func, module, first);
+        let name = self.names[s..].to_string();
+        self.names.truncate(s);
+        name
+    }
+
+    fn push_name(&mut self, func: &str, module: &str, first: bool) {
+        let s = self.names.len();
+        if func == "[unknown]" && module != "[unknown]" {
+            let base = module.rsplit('/').next().unwrap_or(module);
+            self.names.push('[');
+            self.names.push_str(base);
+            self.names.push(']');
+        } else {
+            push_tidy(&mut self.names, func);
+        }
+        if self.pname.starts_with("java") {
+            let t = &self.names[s..];
+            if t.starts_with('L') && t.contains('/') {
+                self.names.remove(s);
+            }
+        }
+        if first {
+            if self.opt.annotate_kernel && is_kernel(module) {
+                self.names.push_str("_[k]");
+            }
+        }
+    }
+
+    fn after_event(&mut self) {
+        if !self.frames.is_empty() {
+            self.key.clear();
+            self.key.push_str(&self.pname);
+            for &(s, e) in self.frames.iter().rev() {
+                self.key.push(';');
+                self.key.push_str(&self.names[s as usize..e as usize]);
+            }
+            let t = Tally {
+                samples: 1,
+                weight: self.period.unwrap_or(1),
+            };
+            match self.out.stacks.get_mut(self.key.as_str()) {
+                Some(v) => v.add(t),
+                None => {
+                    self.out.stacks.insert(self.key.clone(), t);
+                }
+            }
+            self.out.total.add(t);
+            if self.period.is_some() {
+                self.out.samples_with_period += 1;
+            }
+            if self.leaf_unknown {
+                self.out.no_symbol_samples += 1;
+            }
+            self.out.max_depth = self.out.max_depth.max(self.depth);
+        }
+        self.in_event = false;
+        self.filter = Filter::Keep;
+        self.names.clear();
+        self.frames.clear();
+        self.depth = 0;
+        self.leaf_unknown = false;
+        self.period = None;
+    }
+}
+
+/// `comm pid[/tid] ...`: the comm and the offset after the first all-digit word that follows
+/// it (that word is the pid or pid/tid).
+fn event_line_parts(line: &str) -> Option<(&str, usize)> {
+    let b = line.as_bytes();
+    let mut word_start = 0;
+    let mut all_digits = false;
+    let mut last_was_space = false;
+    for (i, &c) in b.iter().enumerate() {
+        if c == b' ' {
+            if all_digits && !last_was_space {
+                return Some((line[..word_start - 1].trim(), i + 1));
+            }
+            word_start = i + 1;
+            all_digits = true;
+        } else if c == b'/' || c.is_ascii_digit() {
+        } else {
+            all_digits = false;
+        }
+        last_was_space = c == b' ';
+    }
+    None
+}
+
+/// `<pc> <func...> (<module>)`: pc, func (" " when blank) and module without its parentheses.
+fn stack_line_parts(line: &str) -> Option<(&str, &str, &str)> {
+    let mut it = line.trim_start().splitn(2, ' ');
+    let pc = it.next()?.trim_end();
+    let mut it = it.next()?.rsplitn(2, ' ');
+    let module = it.next()?;
+    if !module.starts_with('(') || !module.ends_with(')') || module.len() < 2 {
+        return None;
+    }
+    let module = &module[1..module.len() - 1];
+    let func = match it.next()?.trim() {
+        "" => " ",
+        s => s,
+    };
+    Some((pc, func, module))
+}
+
+/// Kernel module names as inferno recognises them: `[kernel.kallsyms]`, `*.ko`, `vmlinux*`.
+pub fn is_kernel(module: &str) -> bool {
+    let vmlinux = module.rfind("vmlinux").is_some_and(|p| {
+        module[p..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+    });
+    (module.starts_with('[') || module.ends_with(".ko") || vmlinux) && module != "[unknown]"
+}
+
+/// Append `func` without its argument list (kept: Go's `pkg.(*T).M`, C++ `(anonymous
+/// namespace)`, parentheses inside `<...>`, `{...}`, `[...]`), with `;` written as `:`.
+fn push_tidy(out: &mut String, func: &str) {
+    let mut depth: i32 = 0;
+    let mut last_dot: Option<usize> = None;
+    let mut cut = func.len();
+    for (i, c) in func.char_indices() {
+        match c {
+            '<' | '{' | '[' => depth += 1,
+            '>' | '}' | ']' | ')' => depth -= 1,
+            '(' => {
+                if depth == 0 {
+                    let go = last_dot == Some(i);
+                    let anon = func[i..].starts_with("(anonymous namespace)");
+                    if !go && !anon {
+                        cut = i;
+                        break;
+                    }
+                }
+                depth += 1;
+            }
+            '.' => last_dot = Some(i + 1),
+            _ => {}
+        }
+    }
+    let kept = &func[..cut];
+    if kept.contains(';') {
+        out.push_str(&kept.replace(';', ":"));
+    } else {
+        out.push_str(kept);
+    }
+}
+
+/// Legacy Rust symbols left half-demangled (`..` for `::`, `$LT$` for `<`, a trailing `::h<16
+/// hex>` hash): written out as inferno does. Byte positions are checked, never assumed.
+fn fix_rust_symbol(sym: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    const HASH: usize = 17;
+    let Some(tail) = sym.len().checked_sub(HASH).and_then(|p| sym.get(p..)) else {
+        return Cow::Borrowed(sym);
+    };
+    if !(tail.starts_with('h') && tail[1..].bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Cow::Borrowed(sym);
+    }
+    let mut rest = &sym[..sym.len() - HASH];
+    if let Some(r) = rest.strip_suffix("::") {
+        rest = r;
+    }
+    if rest.starts_with("_$") {
+        rest = &rest[1..];
+    }
+    const ESCAPES: &[(&str, &str)] = &[
+        ("$SP$", "@"),
+        ("$BP$", "*"),
+        ("$RF$", "&"),
+        ("$LT$", "<"),
+        ("$GT$", ">"),
+        ("$LP$", "("),
+        ("$RP$", ")"),
+        ("$C$", ","),
+        ("$u7e$", "~"),
+        ("$u20$", " "),
+        ("$u27$", "'"),
+        ("$u3d$", "="),
+        ("$u5b$", "["),
+        ("$u5d$", "]"),
+        ("$u7b$", "{"),
+        ("$u7d$", "}"),
+        ("$u3b$", ";"),
+        ("$u2b$", "+"),
+        ("$u21$", "!"),
+        ("$u22$", "\""),
+    ];
+    let mut out = String::with_capacity(rest.len());
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            if let Some(r2) = r.strip_prefix('.') {
+                out.push_str("::");
+                rest = r2;
+            } else {
+                out.push('.');
+                rest = r;
+            }
+        } else if rest.starts_with('$') {
+            match ESCAPES.iter().find(|(k, _)| rest.starts_with(k)) {
+                Some((k, v)) => {
+                    out.push_str(v);
+                    rest = &rest[k.len()..];
+                }
+                None => {
+                    out.push_str(rest);
+                    break;
+                }
+            }
+        } else {
+            let i = rest.find(['$', '.']).unwrap_or(rest.len());
+            out.push_str(&rest[..i]);
+            rest = &rest[i..];
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(t: &str) -> Folded {
+        fold(t.as_bytes(), FoldOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn weights_are_periods_and_counts_are_samples() {
+        let t = "a 1/2 1.0: 100 cycles:\n\t 10 f+0x1 (/x)\n\t 20 main (/x)\n\n\
+                 a 1/2 2.0: 300 cycles:\n\t 10 f+0x2 (/x)\n\t 20 main (/x)\n\n\
+                 a 1/2 2.5: 7 instructions:\n\t 10 g (/x)\n\n";
+        let f = run(t);
+        assert_eq!(f.event.as_deref(), Some("cycles"));
+        assert_eq!(
+            f.stacks["a;main;f"],
+            Tally {
+                samples: 2,
+                weight: 400
+            }
+        );
+        assert_eq!(f.stacks.len(), 1);
+        assert_eq!(
+            f.events,
+            vec![("cycles".to_string(), 2), ("instructions".to_string(), 1)]
+        );
+        assert_eq!(f.max_depth, 2);
+        let g = fold(
+            t.as_bytes(),
+            FoldOptions {
+                event: Some("instructions".into()),
+                ..FoldOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(g.stacks["a;g"].weight, 7);
+    }
+
+    #[test]
+    fn single_line_samples_inlines_kernel_and_unknown_leaves() {
+        let t = "false 1 1.0:  5 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n\
+                 false 1 1.1:  6 cycles:  7fa6 _dl_start+0x4 (/usr/lib/ld-2.31.so)\n";
+        let f = run(t);
+        assert_eq!(f.stacks["false;[unknown]"].weight, 5);
+        assert_eq!(f.stacks["false;_dl_start"].weight, 6);
+        assert_eq!(f.max_depth, 1);
+        let t = "m 1/2 1.0: 9 cpu-clock:\n\t 7f a->b (/x)\n\t ffff do_sys (\
+                 [kernel.kallsyms])\n\t 40 [unknown] (/usr/sbin/m)\n\n\
+                 m 1/2 1.0: 9 cpu-clock:\n\t 40 [unknown] (/usr/sbin/m)\n\t 41 main (/usr/sbin/m)\n";
+        let f = run(t);
+        assert_eq!(f.stacks["m;[m];do_sys_[k];a;b_[i]"].weight, 9);
+        assert_eq!(f.leaves.len(), 1);
+        assert_eq!(f.leaves[0].default_name, "[m]");
+        assert_eq!(f.no_symbol_samples, 1);
+        let r = f.resolve(&HashMap::new());
+        assert!(r.iter().any(|(k, _)| k == "m;main;[m]"));
+        let r = f.resolve(&HashMap::from([(0, "[spin]".to_string())]));
+        assert!(r.iter().any(|(k, _)| k == "m;main;[spin]"));
+    }
+
+    #[test]
+    fn odd_bytes_and_caps() {
+        let mut t = b"m 1/2 1.0: 9 cpu-clock:\n\t 7f ".to_vec();
+        t.extend_from_slice(b"\xc3__x64_sys_futex+0x71 ([kernel.kallsyms])\n\n");
+        let f = fold(&t[..], FoldOptions::default()).unwrap();
+        assert_eq!(f.stacks["m;\u{fffd}__x64_sys_futex_[k]"].weight, 9);
+        let zeros = std::io::repeat(0).take(3 * MAX_LINE_BYTES as u64);
+        assert!(matches!(
+            fold(std::io::BufReader::new(zeros), FoldOptions::default()),
+            Err(FoldError::LineTooLong { line: 1 })
+        ));
+        let o = FoldOptions {
+            max_bytes: 10,
+            ..FoldOptions::default()
+        };
+        assert!(matches!(
+            fold(&t[..], o),
+            Err(FoldError::TooLong { max_bytes: 10 })
+        ));
+    }
+
+    #[test]
+    fn tidy_and_rust() {
+        let mut s = String::new();
+        push_tidy(&mut s, "foo(int, char*)");
+        assert_eq!(s, "foo");
+        s.clear();
+        push_tidy(&mut s, "net/http.(*Client).Do");
+        assert_eq!(s, "net/http.(*Client).Do");
+        assert_eq!(
+            fix_rust_symbol("std::sys::unix::fs::File::open::hb90e1c1c787080f0"),
+            "std::sys::unix::fs::File::open"
+        );
+        assert_eq!(fix_rust_symbol("\u{fffd}__x64_sys_futex"), "\u{fffd}__x64_sys_futex");
+    }
+}
