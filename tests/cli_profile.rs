@@ -263,24 +263,86 @@ proptest! {
 /// Public `perf script` texts (see tests/fixtures/perf/README.md), with the options and the
 /// expected-result file their upstream ships (None: compared with inferno only).
 const PUBLIC: &[(&str, bool, Option<&str>)] = &[
-    ("inferno/cpp-stacks-std-function.txt", false, Some("inferno/cpp-stacks-std-function-collapsed.txt")),
-    ("inferno/go-stacks.txt", false, Some("inferno/go-stacks-collapsed.txt")),
-    ("inferno/java-inline.txt", false, Some("inferno/java-inline-collapsed.txt")),
-    ("inferno/single-event.txt", false, Some("inferno/single-event-collapsed.txt")),
-    ("inferno/single-line-stacks.txt", false, Some("inferno/single-line-stacks-collapsed.txt")),
+    (
+        "inferno/cpp-stacks-std-function.txt",
+        false,
+        Some("inferno/cpp-stacks-std-function-collapsed.txt"),
+    ),
+    (
+        "inferno/go-stacks.txt",
+        false,
+        Some("inferno/go-stacks-collapsed.txt"),
+    ),
+    (
+        "inferno/java-inline.txt",
+        false,
+        Some("inferno/java-inline-collapsed.txt"),
+    ),
+    (
+        "inferno/single-event.txt",
+        false,
+        Some("inferno/single-event-collapsed.txt"),
+    ),
+    (
+        "inferno/single-line-stacks.txt",
+        false,
+        Some("inferno/single-line-stacks-collapsed.txt"),
+    ),
     ("inferno/sourcepawn-jitdump.txt", false, None),
-    ("inferno/versioned-vmlinux.txt", true, Some("inferno/versioned-vmlinux-collapsed-kernel.txt")),
+    (
+        "inferno/versioned-vmlinux.txt",
+        true,
+        Some("inferno/versioned-vmlinux-collapsed-kernel.txt"),
+    ),
     ("inferno/weird-stack-line.txt", false, None),
     ("inferno/empty-line.txt", false, None),
-    ("flamegraph/perf-cycles-instructions-01.txt", true, Some("flamegraph/perf-cycles-instructions-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-dd-stacks-01.txt", true, Some("flamegraph/perf-dd-stacks-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-funcab-pid-01.txt", true, Some("flamegraph/perf-funcab-pid-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-java-faults-01.txt", true, Some("flamegraph/perf-java-faults-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-java-stacks-02.txt", true, Some("flamegraph/perf-java-stacks-02-collapsed-kernel.txt")),
-    ("flamegraph/perf-js-stacks-01.txt", true, Some("flamegraph/perf-js-stacks-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-mirageos-stacks-01.txt", true, Some("flamegraph/perf-mirageos-stacks-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-numa-stacks-01.txt", true, Some("flamegraph/perf-numa-stacks-01-collapsed-kernel.txt")),
-    ("flamegraph/perf-rust-Yamakaky-dcpu.txt", true, Some("inferno/perf-rust-Yamakaky-dcpu-collapsed-kernel.txt")),
+    (
+        "flamegraph/perf-cycles-instructions-01.txt",
+        true,
+        Some("flamegraph/perf-cycles-instructions-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-dd-stacks-01.txt",
+        true,
+        Some("flamegraph/perf-dd-stacks-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-funcab-pid-01.txt",
+        true,
+        Some("flamegraph/perf-funcab-pid-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-java-faults-01.txt",
+        true,
+        Some("flamegraph/perf-java-faults-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-java-stacks-02.txt",
+        true,
+        Some("flamegraph/perf-java-stacks-02-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-js-stacks-01.txt",
+        true,
+        Some("flamegraph/perf-js-stacks-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-mirageos-stacks-01.txt",
+        true,
+        Some("flamegraph/perf-mirageos-stacks-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-numa-stacks-01.txt",
+        true,
+        Some("flamegraph/perf-numa-stacks-01-collapsed-kernel.txt"),
+    ),
+    (
+        "flamegraph/perf-rust-Yamakaky-dcpu.txt",
+        true,
+        Some("inferno/perf-rust-Yamakaky-dcpu-collapsed-kernel.txt"),
+    ),
+    ("mariadb/mariadbd-cpu-clock-g.perf", true, None),
+    ("mariadb/mariadbd-cpu-clock-flat.perf", true, None),
 ];
 
 fn ours(path: &Path, kernel: bool) -> BTreeMap<String, u64> {
@@ -332,7 +394,10 @@ fn public_scripts_fold_like_inferno_stack_for_stack_and_weight_for_weight() {
         let path = fixture(file);
         for k in [false, true] {
             let (a, b) = (ours(&path, k), inferno_fold(&path, k));
-            assert!(a == b, "{file} (kernel marks {k}): folded output differs from inferno's");
+            assert!(
+                a == b,
+                "{file} (kernel marks {k}): folded output differs from inferno's"
+            );
         }
         if let Some(exp) = expected {
             let upstream = exp.starts_with("flamegraph/");
@@ -348,14 +413,17 @@ fn public_scripts_fold_like_inferno_stack_for_stack_and_weight_for_weight() {
                     t.rfind("\n\n").map_or(0, |i| i + 2)
                 };
                 let mut m = BTreeMap::new();
-                for (k, v) in ours_of(text[..cut].as_bytes(), *kernel) {
+                for (k, v) in ours_of(&text.as_bytes()[..cut], *kernel) {
                     *m.entry(k.replace(['\'', '"'], "")).or_insert(0) += v;
                 }
                 m
             } else {
                 ours(&path, *kernel)
             };
-            assert!(got == want, "{file}: differs from the upstream result {exp}");
+            assert!(
+                got == want,
+                "{file}: differs from the upstream result {exp}"
+            );
         }
     }
 }
@@ -376,7 +444,10 @@ fn hardware_event_weights_are_periods_not_counts() {
         .map(|(_, t)| (t.weight as f64 / tw - t.samples as f64 / tn).abs())
         .sum::<f64>()
         / 2.0;
-    assert!(tvd > 0.05, "weights and counts should differ here (TVD {tvd})");
+    assert!(
+        tvd > 0.05,
+        "weights and counts should differ here (TVD {tvd})"
+    );
     let d = json_of("inferno/cpp-stacks-std-function.txt");
     assert_eq!(d.weight, f.total.weight);
     assert_eq!(d.samples, f.total.samples);
@@ -392,8 +463,16 @@ fn several_events_fold_one_and_say_which() {
     let d = json_of("flamegraph/perf-cycles-instructions-01.txt");
     assert_eq!(d.source.event.as_deref(), Some("instructions"));
     assert!(d.events.len() == 2 && d.events.iter().any(|e| e.event == "cycles"));
-    assert!(d.notes.iter().any(|n| n.contains("several events") && n.contains("--event")));
-    let want: u64 = d.events.iter().find(|e| e.event == "instructions").unwrap().samples;
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.contains("several events") && n.contains("--event")));
+    let want: u64 = d
+        .events
+        .iter()
+        .find(|e| e.event == "instructions")
+        .unwrap()
+        .samples;
     assert_eq!(d.samples, want);
     let out = spinscope()
         .args(["profile", "--json", "--event", "cycles", "--perf-script"])
@@ -403,21 +482,33 @@ fn several_events_fold_one_and_say_which() {
     assert!(out.status.success());
     let c: ProfileDoc = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c.source.event.as_deref(), Some("cycles"));
-    assert_eq!(c.samples, d.events.iter().find(|e| e.event == "cycles").unwrap().samples);
+    assert_eq!(
+        c.samples,
+        d.events
+            .iter()
+            .find(|e| e.event == "cycles")
+            .unwrap()
+            .samples
+    );
     spinscope()
         .args(["profile", "--event", "branch-misses", "--perf-script"])
         .arg(fixture("flamegraph/perf-cycles-instructions-01.txt"))
         .assert()
         .code(2)
         .stderr(predicate::str::contains("instructions ("))
-        .stderr(predicate::function(|s: &str| s.trim_end().lines().count() == 1));
+        .stderr(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }));
 }
 
 #[test]
 fn scripts_without_call_chains_fold_to_their_leaves() {
     let d = json_of("inferno/single-line-stacks.txt");
     assert!(!d.call_chains);
-    assert!(d.notes.iter().any(|n| n.contains("no call chains were recorded")));
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.contains("no call chains were recorded")));
     assert!(d.samples > 0);
     let out = spinscope()
         .args(["profile", "--perf-script"])
@@ -426,6 +517,14 @@ fn scripts_without_call_chains_fold_to_their_leaves() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("(no call chains)"));
     assert!(json_of("inferno/go-stacks.txt").call_chains);
+    let flat = json_of("mariadb/mariadbd-cpu-clock-flat.perf");
+    assert!(!flat.call_chains);
+    assert_eq!(flat.weight_unit, "ns");
+    assert_eq!(
+        flat.weight,
+        flat.samples * 10_101_010,
+        "-F 99: 10.1 ms per sample"
+    );
 }
 
 #[test]
@@ -433,14 +532,21 @@ fn stray_bytes_in_symbols_do_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("odd.perf");
     let mut t = b"mariadbd 10/11 1.000000: 1000 cpu-clock:\n\tffffffff8a1 ".to_vec();
-    t.extend_from_slice(b"\xc3__x64_sys_futex+0x71 ([kernel.kallsyms])\n\t5f main (/usr/sbin/mariadbd)\n\n");
+    t.extend_from_slice(
+        b"\xc3__x64_sys_futex+0x71 ([kernel.kallsyms])\n\t5f main (/usr/sbin/mariadbd)\n\n",
+    );
     std::fs::write(&p, &t).unwrap();
     let out = spinscope()
         .args(["profile", "--json", "--perf-script"])
         .arg(&p)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let d: ProfileDoc = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((d.samples, d.weight), (1, 1000));
 }
@@ -449,7 +555,11 @@ fn stray_bytes_in_symbols_do_not_panic() {
 fn unknown_format_names_what_was_recognised() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.txt");
-    std::fs::write(&p, "Samples: 10K of event 'cycles'\n  40.00%  mysqld  [.] ut_delay\n").unwrap();
+    std::fs::write(
+        &p,
+        "Samples: 10K of event 'cycles'\n  40.00%  mysqld  [.] ut_delay\n",
+    )
+    .unwrap();
     spinscope()
         .args(["profile", "--perf-script"])
         .arg(&p)
@@ -458,7 +568,9 @@ fn unknown_format_names_what_was_recognised() {
         .stderr(predicate::str::contains("not `perf script` text"))
         .stderr(predicate::str::contains("0 were event lines"))
         .stderr(predicate::str::contains("first unrecognised line 1"))
-        .stderr(predicate::function(|s: &str| s.trim_end().lines().count() == 1));
+        .stderr(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Integration: profile a throwaway, stripped (as Debian ships it) MariaDB under a write-heavy
-//! load with innodb_spin_wait_delay=6000; most samples must land in spin loops found from
-//! instruction bytes, without symbols.
+//! load with innodb_spin_wait_delay=6000; most of the CPU must land in spin loops found from
+//! instruction bytes, without symbols. Also with real perf: an idle process is a result, and
+//! SIGINT / SIGTERM / SIGHUP during the recording leave no perf process and no temporary files.
 
 mod common;
 
@@ -40,37 +41,11 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
         "--innodb-flush-log-at-trx-commit=0",
         "--max-connections=100",
     ]);
-    db.sql("SET GLOBAL innodb_spin_wait_delay = 6000");
-    db.sql(
-        "CREATE DATABASE spinscope_load; \
-         CREATE TABLE spinscope_load.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, c INT, \
-           KEY (k)) ENGINE=InnoDB; \
-         INSERT INTO spinscope_load.t (k, c) WITH RECURSIVE s(n) AS \
-           (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 1000) SELECT n % 100, 0 FROM s;",
-    );
-    // Time-bounded load inside the server: each client inserts and updates until a deadline.
-    db.sql_delimited(&format!(
-        "CREATE PROCEDURE spinscope_load.churn() BEGIN \
-           DECLARE t_end DATETIME(6) DEFAULT NOW(6) + INTERVAL {LOAD_SECONDS} SECOND; \
-           WHILE NOW(6) < t_end DO \
-             INSERT INTO spinscope_load.t (k, c) VALUES (FLOOR(RAND()*100), 1); \
-             UPDATE spinscope_load.t SET c = c + 1 WHERE id = 1 + FLOOR(RAND()*1000); \
-           END WHILE; END"
-    ));
-    let load = Load(
-        (0..CLIENTS)
-            .map(|_| {
-                db.client()
-                    .args(["-e", "CALL spinscope_load.churn()"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("starting a load client")
-            })
-            .collect(),
-    );
+    let load = start_load(&db);
     std::thread::sleep(Duration::from_secs(2));
 
+    let saved = tempfile::tempdir().unwrap();
+    let script = saved.path().join("mariadbd.perf");
     let out = Command::cargo_bin("spinscope")
         .unwrap()
         .args([
@@ -80,7 +55,9 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
             "--seconds",
             "5",
             "--json",
+            "--save-script",
         ])
+        .arg(&script)
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -91,9 +68,17 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: spinscope::profile::ProfileDoc = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc.schema, "spinscope.profile/1");
+    assert_eq!(doc.schema, "spinscope.profile/2");
     assert!(doc.samples > 500, "too few samples: {}", doc.samples);
-    let spin_share = doc.spin_loop_samples as f64 / doc.samples as f64;
+    assert!(doc.call_chains);
+    assert_eq!(doc.weight_unit, "ns", "cpu-clock periods are nanoseconds");
+    // cpu-clock at 999 Hz: each period is about 1 ms.
+    let per_sample = doc.weight as f64 / doc.samples as f64;
+    assert!(
+        (0.5e6..2.0e6).contains(&per_sample),
+        "{per_sample} ns per sample"
+    );
+    let spin_share = doc.spin_share;
     eprintln!(
         "samples {}, no symbol {}, in spin loops {} ({:.1}%), loops: {:?}",
         doc.samples,
@@ -121,4 +106,216 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
         .find(|c| c.class == "innodb_spin")
         .expect("innodb_spin class");
     assert!(spin.self_share > 0.5);
+    assert!(doc
+        .headline
+        .as_deref()
+        .is_some_and(|h| h.contains("spin waiting") && h.contains("spin budget")));
+    // The saved script replays to the same document (but for the source).
+    let replay = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["profile", "--json", "--perf-script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(replay.status.success());
+    let again: spinscope::profile::ProfileDoc = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!((again.samples, again.weight), (doc.samples, doc.weight));
+    assert_eq!(again.classes, doc.classes);
+}
+
+fn perf_ok() -> bool {
+    if mariadb::which("perf").is_none() {
+        eprintln!("\n!!! SKIPPING: perf is not installed (apt-get install linux-perf) !!!\n");
+        return false;
+    }
+    true
+}
+
+/// A process that uses no CPU, killed on drop.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(
+            std::process::Command::new("sleep")
+                .arg("120")
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_idle_process_is_a_result() {
+    if !perf_ok() {
+        return;
+    }
+    let s = Sleeper::start();
+    let out = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["profile", "--seconds", "1", "--json", "--pid"])
+        .arg(s.0.id().to_string())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: spinscope::profile::ProfileDoc = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc.samples, 0);
+    assert!(doc.headline.unwrap().contains("idle"));
+}
+
+/// Processes whose command line mentions `needle` (perf children of a run).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            if c.contains(needle) {
+                v.push(c);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn signals_during_recording_stop_perf_and_remove_its_files() {
+    if !perf_ok() {
+        return;
+    }
+    let s = Sleeper::start();
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let tmp = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spinscope"))
+            .args(["profile", "--seconds", "60", "--pid"])
+            .arg(s.0.id().to_string())
+            .env("TMPDIR", tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until perf is recording into the private directory.
+        let needle = tmp.path().display().to_string();
+        let t0 = std::time::Instant::now();
+        while processes_mentioning(&needle).is_empty() && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !processes_mentioning(&needle).is_empty(),
+            "perf never started"
+        );
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, sig);
+        }
+        let t0 = std::time::Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "took {:?}",
+            t0.elapsed()
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "signal {sig}: {err}");
+        assert!(err.contains("stopped by"), "{err}");
+        assert!(
+            processes_mentioning(&needle).is_empty(),
+            "signal {sig}: perf still running"
+        );
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "signal {sig}: left behind {left:?}");
+    }
+}
+
+/// innodb_spin_wait_delay=6000 and CLIENTS clients inserting and updating for LOAD_SECONDS.
+fn start_load(db: &MariaDb) -> Load {
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 6000");
+    db.sql(
+        "CREATE DATABASE spinscope_load; \
+         CREATE TABLE spinscope_load.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, k INT, c INT, \
+           KEY (k)) ENGINE=InnoDB; \
+         INSERT INTO spinscope_load.t (k, c) WITH RECURSIVE s(n) AS \
+           (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 1000) SELECT n % 100, 0 FROM s;",
+    );
+    // Time-bounded load inside the server: each client inserts and updates until a deadline.
+    db.sql_delimited(&format!(
+        "CREATE PROCEDURE spinscope_load.churn() BEGIN \
+           DECLARE t_end DATETIME(6) DEFAULT NOW(6) + INTERVAL {LOAD_SECONDS} SECOND; \
+           WHILE NOW(6) < t_end DO \
+             INSERT INTO spinscope_load.t (k, c) VALUES (FLOOR(RAND()*100), 1); \
+             UPDATE spinscope_load.t SET c = c + 1 WHERE id = 1 + FLOOR(RAND()*1000); \
+           END WHILE; END"
+    ));
+    Load(
+        (0..CLIENTS)
+            .map(|_| {
+                db.client()
+                    .args(["-e", "CALL spinscope_load.churn()"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("starting a load client")
+            })
+            .collect(),
+    )
+}
+
+/// Recaptures the real MariaDB fixtures (tests/fixtures/perf/mariadb/): run with
+/// `SPINSCOPE_CAPTURE_DIR=tests/fixtures/perf/mariadb cargo test --release --test
+/// profile_mariadb capture -- --ignored`.
+#[test]
+#[ignore]
+fn capture_mariadb_fixtures() {
+    let Some(dir) = std::env::var_os("SPINSCOPE_CAPTURE_DIR") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let db = MariaDb::start(&[
+        "--innodb-flush-log-at-trx-commit=0",
+        "--max-connections=100",
+    ]);
+    let _load = start_load(&db);
+    std::thread::sleep(Duration::from_secs(2));
+    for (name, g) in [
+        ("mariadbd-cpu-clock-g.perf", true),
+        ("mariadbd-cpu-clock-flat.perf", false),
+    ] {
+        let data = dir.join("perf.data.tmp");
+        let mut rec = std::process::Command::new("perf");
+        rec.args(["record", "-q", "-e", "cpu-clock", "-F", "99", "-p"])
+            .arg(db.pid().to_string());
+        if g {
+            rec.arg("-g");
+        }
+        let st = rec
+            .arg("-o")
+            .arg(&data)
+            .args(["--", "sleep", "1"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out = std::process::Command::new("perf")
+            .args([
+                "script",
+                "-F",
+                spinscope::profile::collect::SCRIPT_FIELDS,
+                "-i",
+            ])
+            .arg(&data)
+            .output()
+            .unwrap();
+        std::fs::write(dir.join(name), out.stdout).unwrap();
+        std::fs::remove_file(&data).unwrap();
+    }
 }

@@ -76,9 +76,9 @@ fn open_output(flag: &str, path: &Path) -> Result<File> {
 
 fn write_out(flag: &str, path: &Path, f: File, bytes: &[u8]) -> Result<()> {
     let mut w = BufWriter::new(f);
-    w.write_all(bytes).and_then(|_| w.flush()).map_err(|e| {
-        Error::runtime(format!("{flag} {}: writing failed ({e})", path.display()))
-    })
+    w.write_all(bytes)
+        .and_then(|_| w.flush())
+        .map_err(|e| Error::runtime(format!("{flag} {}: writing failed ({e})", path.display())))
 }
 
 /// A reader that copies what it reads to a file (`--save-script` while streaming).
@@ -208,7 +208,9 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
                 let tee = tee.into_inner();
                 let mut out = tee.out;
                 if let Some(e) = tee.failed.or_else(|| out.flush().err()) {
-                    return Err(Error::runtime(format!("--save-script: writing failed ({e})")));
+                    return Err(Error::runtime(format!(
+                        "--save-script: writing failed ({e})"
+                    )));
                 }
                 Ok(an)
             }
@@ -218,11 +220,15 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
     };
 
     if let (Some(p), Some(f)) = (&a.folded, folded_out) {
-        write_out("--folded", p, f, profile::folded_text(&an.folded).as_bytes())?;
+        write_out(
+            "--folded",
+            p,
+            f,
+            profile::folded_text(&an.folded).as_bytes(),
+        )?;
     }
     if let (Some(p), Some(f)) = (&a.svg, svg_out) {
-        let svg =
-            profile::svg::flame_graph(&an.folded, "spinscope profile", &an.doc.weight_unit)?;
+        let svg = profile::svg::flame_graph(&an.folded, "spinscope profile", &an.doc.weight_unit)?;
         write_out("--svg", p, f, svg.as_bytes())?;
     }
     if a.json {

@@ -147,8 +147,12 @@ impl Reaped {
         }
     }
     /// Ask the child to finish (SIGINT: perf writes its data and exits), wait up to `grace`,
-    /// then kill it; returns whether it exited successfully.
+    /// then kill it; returns whether it finished cleanly (perf exits 130 after SIGINT).
     fn stop(&mut self, grace: Duration) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        let clean = |st: std::process::ExitStatus| {
+            st.success() || st.code() == Some(130) || st.signal() == Some(libc::SIGINT)
+        };
         let Some(mut c) = self.0.take() else {
             return false;
         };
@@ -162,7 +166,7 @@ impl Reaped {
         let end = Instant::now() + grace;
         while Instant::now() < end {
             if let Ok(Some(st)) = c.try_wait() {
-                return st.success();
+                return clean(st);
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -179,9 +179,7 @@ pub fn fold<R: BufRead>(mut r: R, opt: FoldOptions) -> Result<Folded, FoldError>
         st.out.bytes += n as u64;
         st.out.lines += 1;
         if n > MAX_LINE_BYTES {
-            return Err(FoldError::LineTooLong {
-                line: st.out.lines,
-            });
+            return Err(FoldError::LineTooLong { line: st.out.lines });
         }
         if st.out.bytes > st.opt.max_bytes {
             return Err(FoldError::TooLong {
@@ -313,10 +311,7 @@ impl State {
                 if let Ok(ip) = u64::from_str_radix(pc, 16) {
                     let default = self.frame_name(rawfunc, module, true);
                     let n = self.out.leaves.len();
-                    let i = *self
-                        .leaf_index
-                        .entry((module.to_string(), ip))
-                        .or_insert(n);
+                    let i = *self.leaf_index.entry((module.to_string(), ip)).or_insert(n);
                     if i == n {
                         self.out.leaves.push(UnknownLeaf {
                             dso: module.to_string(),
@@ -372,10 +367,8 @@ impl State {
                 self.names.remove(s);
             }
         }
-        if first {
-            if self.opt.annotate_kernel && is_kernel(module) {
-                self.names.push_str("_[k]");
-            }
+        if first && self.opt.annotate_kernel && is_kernel(module) {
+            self.names.push_str("_[k]");
         }
     }
 
@@ -663,6 +656,9 @@ mod tests {
             fix_rust_symbol("std::sys::unix::fs::File::open::hb90e1c1c787080f0"),
             "std::sys::unix::fs::File::open"
         );
-        assert_eq!(fix_rust_symbol("\u{fffd}__x64_sys_futex"), "\u{fffd}__x64_sys_futex");
+        assert_eq!(
+            fix_rust_symbol("\u{fffd}__x64_sys_futex"),
+            "\u{fffd}__x64_sys_futex"
+        );
     }
 }

@@ -203,10 +203,15 @@ pub fn analyse_reader<R: BufRead>(
     }
 
     let mut notes = Vec::new();
-    let (names, unreadable) = find_spin_loops(&f);
+    let (names, unreadable, outside) = find_spin_loops(&f);
     for d in &unreadable {
         notes.push(format!(
             "{d}: not readable here, so its unsymbolized samples could not be examined for spin loops"
+        ));
+    }
+    if outside > 0 {
+        notes.push(format!(
+            "{outside} sampled addresses without a symbol lie outside their binary's file              addresses (run-time addresses, as perf prints them without call chains), so they              could not be examined for spin loops; record with -g"
         ));
     }
     let folded = f.resolve(&names);
@@ -279,10 +284,13 @@ fn binary_name(dso: &str) -> &str {
     dso.rsplit('/').next().unwrap_or(dso)
 }
 
-/// Examine unsymbolized leaf IPs; returns names for the spin loops and DSOs not readable.
-fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String>) {
+/// Examine unsymbolized leaf IPs; returns names for the spin loops, DSOs not readable, and
+/// how many leaf addresses lay outside their binary (run-time addresses, as `perf script`
+/// prints them for samples without call chains: the load address is not in the script).
+fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String>, usize) {
     let mut names = HashMap::new();
     let mut unreadable = BTreeSet::new();
+    let mut outside = 0;
     let mut cache: BTreeMap<&str, Option<elf::Binary>> = BTreeMap::new();
     for (i, leaf) in f.leaves.iter().enumerate() {
         let bin = cache
@@ -292,7 +300,9 @@ fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String
             unreadable.insert(leaf.dso.clone());
             continue;
         };
-        if bin.is_spin_loop(leaf.ip) {
+        if bin.file_offset(leaf.ip).is_none() {
+            outside += 1;
+        } else if bin.is_spin_loop(leaf.ip) {
             if let Some(off) = bin.file_offset(leaf.ip) {
                 names.insert(
                     i,
@@ -301,7 +311,7 @@ fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String
             }
         }
     }
-    (names, unreadable)
+    (names, unreadable, outside)
 }
 
 fn share(n: u64, total: u64) -> f64 {

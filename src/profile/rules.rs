@@ -415,8 +415,20 @@ fn is_libc(leaf: &str) -> bool {
         "__nptl",
     ];
     const EXACT: &[&str] = &[
-        "malloc", "free", "cfree", "calloc", "realloc", "memcpy", "memmove", "memset", "memcmp",
-        "strlen", "strcmp", "syscall", "__sched_yield", "sched_yield",
+        "malloc",
+        "free",
+        "cfree",
+        "calloc",
+        "realloc",
+        "memcpy",
+        "memmove",
+        "memset",
+        "memcmp",
+        "strlen",
+        "strcmp",
+        "syscall",
+        "__sched_yield",
+        "sched_yield",
     ];
     PREFIXES.iter().any(|p| leaf.starts_with(p)) || EXACT.contains(&leaf)
 }
@@ -505,7 +517,11 @@ mod tests {
         assert_eq!(rest_class(&["lock_table_names"]), Server);
         // A server function working for InnoDB (called below the handler) is InnoDB's time.
         assert_eq!(
-            rest_class(&["mysql_update", "ha_innobase::update_row", "my_hash_sort_bin"]),
+            rest_class(&[
+                "mysql_update",
+                "ha_innobase::update_row",
+                "my_hash_sort_bin"
+            ]),
             Innodb
         );
         assert_eq!(
