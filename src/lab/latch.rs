@@ -393,11 +393,6 @@ pub fn mariadb_hints_per_round(relax_multiplier: u32, d: u32) -> u64 {
     (relax_multiplier / 4) as u64 * d as u64
 }
 
-/// MariaDB's `my_cpu_init()` choice: M = 100 if a hint takes more than 30 TSC ticks, else 200.
-pub fn mariadb_relax_multiplier(hint_ticks: f64) -> u32 {
-    crate::spin::model::mariadb_multiplier_for(hint_ticks)
-}
-
 impl Latch for MariaDbLatch {
     fn with_lock(&self, ctx: &mut WaitCtx, cs: &mut dyn FnMut(usize)) {
         let mut acquired = self.word.try_lock(false);
@@ -697,8 +692,7 @@ mod tests {
 
     #[test]
     fn mariadb_rounds_follow_the_multiplier() {
-        assert_eq!(mariadb_relax_multiplier(64.0), 100);
-        assert_eq!(mariadb_relax_multiplier(10.0), 200);
+        // M itself comes from the spin model's rule (spin::model::mariadb_multiplier_for).
         assert_eq!(mariadb_hints_per_round(100, 4), 100); // 25*d on a slow-hint CPU
         assert_eq!(mariadb_hints_per_round(200, 4), 200); // 50*d on a fast one
     }
