@@ -115,7 +115,7 @@ pub static REFERENCE_CPUS: &[RefCpu] = &[
         hint_cycles: 44.0,
         typical_ghz: 2.5,
         approximate: true,
-        source: "spin-facts.md §1: about 44 cycles",
+        source: "often quoted as about 44 cycles, not confirmed from a vendor document (docs/REFERENCE.md §2)",
         matches: &[CpuMatch::X86 { vendor: INTEL, family: 6, models: &[0x55], steppings: (5, 7) }],
     },
     RefCpu {
@@ -137,7 +137,7 @@ pub static REFERENCE_CPUS: &[RefCpu] = &[
         hint_cycles: 140.0,
         typical_ghz: 2.5,
         approximate: false,
-        source: "Intel optimization manual: PAUSE up to 140 cycles on Skylake-SP (seeds 000, 001)",
+        source: "Intel 64 and IA-32 Optimization Reference Manual: PAUSE extended to as many as 140 cycles from Skylake (docs/REFERENCE.md §2)",
         matches: &[CpuMatch::X86 { vendor: INTEL, family: 6, models: &[0x55], steppings: (0, 4) }],
     },
     RefCpu {
@@ -195,7 +195,7 @@ pub static REFERENCE_CPUS: &[RefCpu] = &[
         hint_cycles: 64.0,
         typical_ghz: 2.5,
         approximate: true,
-        source: "spin-facts.md §1: about 64 TSC ticks on Zen 2 and later",
+        source: "about 64 cycles on Zen 2 and later (dotnet/runtime PR #99991; docs/REFERENCE.md §2)",
         matches: &[CpuMatch::X86 { vendor: AMD, family: 0x17, models: &[0x31, 0x47, 0x60, 0x68, 0x71, 0x90, 0x98, 0xA0], steppings: ALL }],
     },
     RefCpu {
@@ -206,7 +206,7 @@ pub static REFERENCE_CPUS: &[RefCpu] = &[
         hint_cycles: 64.0,
         typical_ghz: 2.45,
         approximate: true,
-        source: "spin-facts.md §1: about 64 TSC ticks on Zen 2 and later",
+        source: "about 64 cycles on Zen 2 and later (dotnet/runtime PR #99991; docs/REFERENCE.md §2)",
         matches: &[CpuMatch::X86 { vendor: AMD, family: 0x19, models: &[0x00, 0x01, 0x08, 0x21, 0x40, 0x44, 0x50], steppings: ALL }],
     },
     RefCpu {
@@ -217,7 +217,7 @@ pub static REFERENCE_CPUS: &[RefCpu] = &[
         hint_cycles: 64.0,
         typical_ghz: 2.6,
         approximate: false,
-        source: "spin-facts.md §7: measured 64 TSC ticks = 24.6 ns at a 2.596 GHz TSC (EPYC VM)",
+        source: "measured by spinscope probe: 64 TSC ticks = 24.6 ns at a 2.596 GHz TSC on an EPYC KVM guest (docs/REFERENCE.md §2)",
         matches: &[CpuMatch::X86 {
             vendor: AMD,
             family: 0x19,
@@ -288,7 +288,7 @@ pub static REFERENCE_CPUS: &[RefCpu] = &[
         hint_cycles: 30.0,
         typical_ghz: 2.6,
         approximate: true,
-        source: "indicative; 128-byte cache lines (seed 004); measure with probe",
+        source: "indicative; 128-byte cache lines (docs/REFERENCE.md §7); measure with probe",
         matches: &[CpuMatch::Arm { implementer: 0x48, part: 0xD01 }],
     },
 ];

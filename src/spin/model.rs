@@ -1,4 +1,4 @@
-//! The spin formulas of each server family (spin-facts.md §2), turned into hint counts and time.
+//! The spin formulas of each server family (docs/REFERENCE.md §1), turned into hint counts and time.
 //!
 //! Notation: `d` = innodb_spin_wait_delay, `L` = innodb_sync_spin_loops (rounds before the OS
 //! wait), `m` = innodb_spin_wait_pause_multiplier (MySQL 8.0.16+), `M` = MariaDB's
@@ -65,7 +65,7 @@ pub struct FamilyInfo {
     pub notes: Vec<&'static str>,
 }
 
-/// Map a version to its family (spin-facts.md §2).
+/// Map a version to its family (docs/REFERENCE.md §1).
 pub fn family_for(v: &ServerVersion) -> FamilyInfo {
     let loops = VarSpec {
         name: "innodb_sync_spin_loops",
@@ -126,7 +126,7 @@ pub fn family_for(v: &ServerVersion) -> FamilyInfo {
                     notes: vec![
                         "a newer srw_lock.cc (MariaDB main line, first release not established) uses exponential \
                          backoff with jitter bounded by max_delay = M/4*d*L; total spin is then a small multiple of \
-                         the figure shown",
+                         the figure shown (docs/REFERENCE.md §1)",
                         "which latches spin at all depends on the release (MDEV-34431, MDEV-33515)",
                         "out-of-range innodb_spin_wait_delay values are clamped with warning 1292, not refused",
                     ],
@@ -135,13 +135,13 @@ pub fn family_for(v: &ServerVersion) -> FamilyInfo {
                 FamilyInfo {
                     family: Family::Mariadb103,
                     server,
-                    formula: "each round executes k*M/4 hints, k uniform random in {0..d} (MDEV-19845; verify per release)",
+                    formula: "each round executes k*M/4 hints, k uniform random in {0..d} (MDEV-19845; include/my_cpu.h ut_delay)",
                     delay: VarSpec { name: "innodb_spin_wait_delay", default: 4, min: 0, max: 6000 },
                     loops,
                     multiplier: None,
                     k_range_uncertain: false,
                     k_inclusive: true,
-                    notes: vec!["the random range of k in 10.3-10.5 should be verified per release"],
+                    notes: vec!["the upper bound of k in 10.3-10.5 (d or d-1) is read from one release, not every one (docs/REFERENCE.md §1)"],
                 }
             } else {
                 FamilyInfo {
@@ -584,7 +584,7 @@ mod tests {
                 (0.0, 125.0, 250.0),
                 75_000.0,
             ),
-            // 8.0.40 defaults (spin-facts worked example): max 300 per round, 9000 per attempt.
+            // 8.0.40 defaults (the worked example of docs/REFERENCE.md §1): max 300 per round, 9000 per attempt.
             // At 10 cycles and 2.2 GHz: 9000 * 10 / 2.2 = 40909 ns.
             (
                 "8.0.40",
