@@ -164,6 +164,37 @@ fn doctor_against_a_live_mariadb() {
         d.pfs_top_waits
     );
     finding(&d, "pfs-latch-waits");
+    // The server process's own CPU was recorded, and the spin signature reads it.
+    let h = d.host.clone().unwrap();
+    assert!(
+        h.server_cpu_before.is_some() && h.server_cpu_after.is_some(),
+        "{h:?}"
+    );
+    let f = finding(&d, "spin-signature");
+    assert!(
+        f.evidence.iter().any(|e| e.name == "server_cpu"),
+        "{}: {:?}",
+        f.title,
+        f.evidence
+    );
+    // Under the short load: bursts or sustained overload, named by what the samples show.
+    let b = d.burst.clone().unwrap();
+    let running = d
+        .findings
+        .iter()
+        .find(|f| f.id.starts_with("threads-running"))
+        .expect("a Threads_running finding");
+    if b.time_above_threshold_pct >= 50.0 {
+        assert_eq!(running.id, "threads-running-sustained", "{}", running.title);
+    } else {
+        assert_ne!(running.id, "threads-running-sustained", "{}", running.title);
+    }
+    // Header and evidence give one figure for the clients' questions.
+    for e in d.findings.iter().flat_map(|f| &f.evidence) {
+        if e.name.starts_with("questions") {
+            assert!((e.value - b.questions_per_s).abs() < 1e-6, "{e:?}");
+        }
+    }
     // Replay of the saved snapshot gives the same findings.
     let out = bin()
         .args(["--snapshot", snap.to_str().unwrap(), "--json"])
@@ -213,9 +244,48 @@ fn doctor_against_a_live_mariadb() {
     let out = run(&db, &["--window", "0", "--json", "--fail-on", "critical"]);
     assert_eq!(out.status.code(), Some(1));
     let d = json(&out);
-    let f = finding(&d, "spin-budget");
+    let f = finding(&d, "spin-budget").clone();
     assert_eq!(f.severity, Severity::Critical, "{}", f.title);
-    db.sql("SET GLOBAL innodb_spin_wait_delay = 4");
+    assert!(
+        f.what_to_do
+            .contains("innodb_spin_wait_delay 6000 is 1500x the default 4"),
+        "{}",
+        f.what_to_do
+    );
+    // `spin --from-server` prices the live settings, not the version's defaults.
+    let out = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args(["spin", "--from-server", "--no-defaults", "-S"])
+        .arg(&db.socket)
+        .args([
+            "-u", "root", "--cpu", "zen4", "--match", "baseline", "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: spinscope::spin::doc::SpinReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r.settings.spin_wait_delay, 6000);
+    assert!(
+        r.settings_source.starts_with("live server root@"),
+        "{}",
+        r.settings_source
+    );
+    let rec = r.advice.unwrap().recommendation;
+    assert!(rec.reachable, "{}", rec.explanation);
+    // The finding's statements are SQL the server runs as they are; afterwards the spin
+    // budget is no longer critical.
+    for st in &f.statements {
+        db.sql(st);
+    }
+    assert!(db.sql("SELECT @@innodb_spin_wait_delay").trim() != "6000");
+    let d = json(&run(&db, &["--window", "0", "--json"]));
+    let f = finding(&d, "spin-budget");
+    assert!(f.severity < Severity::Critical, "{}", f.title);
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 4; SET GLOBAL innodb_sync_spin_loops = 30");
 
     // A monitoring user without PROCESS: says which privilege, carries on (exit 0).
     db.sql(&format!(
@@ -288,6 +358,11 @@ fn doctor_against_a_live_mariadb() {
 #[test]
 fn server_gone_mid_window_reports_partial_and_exits_3() {
     let db = MariaDb::start(&[]);
+    // MariaDB's default performance_schema=OFF: the fix is an option-file line, not SQL.
+    let d = json(&run(&db, &["--window", "0", "--json"]));
+    let f = finding(&d, "pfs-off");
+    assert_eq!(f.option_file, vec!["performance_schema = ON".to_string()]);
+    assert!(f.statements.is_empty(), "{:?}", f.statements);
     let child = bin()
         .args([
             "-S",
