@@ -599,6 +599,18 @@ fn inputs_and_urls_fail_cleanly_without_a_server() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--snapshot /dev/zero: larger than"), "{err}");
     let t0 = Instant::now();
+    // A bad output path fails before connecting (nothing is listening on port 1).
+    let o = bin()
+        .args(["doctor", "--no-defaults", "-h", "127.0.0.1", "-P", "1"])
+        .args(["--save-snapshot", "/nonexistent-dir/snap.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--save-snapshot /nonexistent-dir/snap.json"),
+        "{err}"
+    );
     let o = bin()
         .args(["doctor", "--window", "1", "--hz", "1e-9"])
         .output()

@@ -108,6 +108,10 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
             (snap, p.display().to_string())
         }
         None => {
+            // The snapshot path is checked before anything is collected or changed.
+            if let Some(p) = &a.save_snapshot {
+                crate::files::check_output(&snapshot_path(p), "--save-snapshot")?;
+            }
             let target = resolve(&a.conn)?;
             let host_facts = match &a.host_facts {
                 Some(p) => Some(crate::server::host::load(p)?),
