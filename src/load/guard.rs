@@ -2,9 +2,9 @@
 //! change of a variable the guard checks the change journal (refusing a variable another
 //! spinscope holds or left changed), takes the server-side named lock `spinscope:<variable>`
 //! (visible to clients on every host), reads the original value and writes a journal record
-//! (fsynced) **before** the `SET GLOBAL`. All global variables are snapshotted before the
-//! first change; a variable the server moved as a side effect (`innodb_io_capacity` moves
-//! `innodb_io_capacity_max`) is journaled and restored too. `restore` (also called from
+//! (fsynced) **before** the `SET GLOBAL`. All global variables are read before each variant's
+//! changes and again after them; a variable the server moved as a side effect
+//! (`innodb_io_capacity` moves `innodb_io_capacity_max`) is journaled and restored too. `restore` (also called from
 //! `Drop`, so on every error path and after a signal) sets everything back, reads it again to
 //! prove it, and only then closes the journal record.
 
@@ -287,13 +287,14 @@ impl SettingsGuard {
 
     /// Variables the server moved on its own after our changes: journal them (so they are
     /// restored with the rest) and say so.
-    fn catch_side_effects(&mut self, cause: &str) -> Result<()> {
+    /// `pre` is every global read just before this variant's changes, so a change someone
+    /// else made between variants is not mistaken for ours.
+    fn catch_side_effects(&mut self, cause: &str, pre: &BTreeMap<String, String>) -> Result<()> {
         let Some(server) = self.server.clone() else {
             return Ok(());
         };
         let now = self.globals()?;
-        let base = self.baseline.clone().unwrap_or_default();
-        for (name, before) in &base {
+        for (name, before) in pre {
             let Some(after) = now.get(name) else { continue };
             if after == before
                 || volatile(name)
@@ -375,6 +376,14 @@ impl SettingsGuard {
         for (var, orig) in others {
             self.set(&var, &orig)?;
         }
+        // Every global just before this variant's changes: what moves beyond the named
+        // variables is a side effect of them.
+        let pre = if variant.settings.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.ensure_server()?;
+            self.globals()?
+        };
         let mut now = Vec::new();
         for s in &variant.settings {
             let want = sql_value(&s.value);
@@ -427,7 +436,7 @@ impl SettingsGuard {
             .map(|s| s.variable.as_str())
             .collect();
         if !names.is_empty() {
-            self.catch_side_effects(&names.join(", "))?;
+            self.catch_side_effects(&names.join(", "), &pre)?;
         }
         Ok(now)
     }
