@@ -112,12 +112,13 @@ pub struct InstrumentGuard {
 /// What the journal names this change by.
 pub const INSTRUMENTS_WHAT: &str = "performance_schema wait/synch instruments";
 
-/// One number for the state the guard changes: instruments fully on, plus a million when the
-/// global_instrumentation consumer is on.
-const STATE_SQL: &str = "SELECT (SELECT COUNT(*) FROM performance_schema.setup_instruments \
-     WHERE NAME LIKE 'wait/synch/%' AND ENABLED = 'YES' AND TIMED = 'YES') + 1000000 * \
-     (SELECT COUNT(*) FROM performance_schema.setup_consumers \
-     WHERE NAME = 'global_instrumentation' AND ENABLED = 'YES')";
+/// The state the guard changes, readable: "42 of 330 on and timed, global_instrumentation
+/// YES". Compared as text before and after.
+const STATE_SQL: &str = "SELECT CONCAT((SELECT COUNT(*) FROM performance_schema.setup_instruments \
+     WHERE NAME LIKE 'wait/synch/%' AND ENABLED = 'YES' AND TIMED = 'YES'), ' of ', \
+     (SELECT COUNT(*) FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'), \
+     ' on and timed, global_instrumentation ', \
+     (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation'))";
 
 fn sq(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
@@ -247,7 +248,10 @@ impl InstrumentGuard {
             server,
             what: INSTRUMENTS_WHAT.into(),
             original,
-            set_to: (total.unwrap_or(0) + 1_000_000).to_string(),
+            set_to: format!(
+                "{0} of {0} on and timed, global_instrumentation YES",
+                total.unwrap_or(0)
+            ),
             check_sql: STATE_SQL.into(),
             restore_sql: restore_statements(&g.instruments, &g.consumers),
             holder: journal::me(),
