@@ -758,3 +758,43 @@ fn a_setting_changed_under_a_step_makes_it_invalid() {
     assert!(!doc["analysis"]["left_out"].as_array().unwrap().is_empty());
     assert_eq!(doc["steps"][0]["settings_after"][0]["value"], "77");
 }
+
+#[test]
+fn a_server_restart_during_a_step_makes_it_invalid() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut db) = start() else { return };
+    prepare(&db);
+    let child = sweep_child(&db, "run")
+        .args(["--workload", "point-select", "--threads", "2"])
+        .args(["--warmup", "0", "--duration", "6", "--report-interval", "0"])
+        .args(["--variant", "d9:innodb_spin_wait_delay=9", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while delay(&db) != "9" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "variant never applied"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // The server restarts mid-step and comes back at its default (4), not the variant's 9.
+    db.restart();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let st = &doc["steps"][0];
+    let inv = st["invalid"].as_str().unwrap_or_default();
+    assert!(
+        inv.contains("the server restarted during the step"),
+        "{inv}\n{st}\n{err}"
+    );
+    assert!(
+        inv.contains("innodb_spin_wait_delay read 4 at the end of the step, not 9"),
+        "{inv}"
+    );
+    assert!(!doc["analysis"]["left_out"].as_array().unwrap().is_empty());
+}

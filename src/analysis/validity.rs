@@ -22,6 +22,9 @@ pub struct StepHealth {
     /// The server's `Uptime` before and after the step, and the wall-clock seconds between the
     /// two reads (None when not read).
     pub uptime: Option<(u64, u64, f64)>,
+    /// Ids of fresh connections opened before and after the step (they only grow while the
+    /// server runs; smaller after means it restarted).
+    pub conn_ids: Option<(u64, u64)>,
     /// The server could not be asked after the step (the reason).
     pub unreadable: Option<String>,
     /// (variable, value the variant set, value read after the step).
@@ -65,12 +68,16 @@ pub fn invalid_reason(h: &StepHealth) -> Option<String> {
             MAX_ERROR_SHARE * 100.0
         ));
     }
+    let ids_back = h.conn_ids.is_some_and(|(b, a)| a < b);
     if let Some((b, a, wall)) = h.uptime {
-        if restarted(b, a, wall) {
+        if restarted(b, a, wall) || ids_back {
             why.push(format!(
-                "the server restarted during the step (Uptime {b} s before, {a} s after, {wall:.0} s apart)"
+                "the server restarted during the step (Uptime {b} s before, {a} s after, {wall:.0} s apart{})",
+                if ids_back { "; connection ids started again" } else { "" }
             ));
         }
+    } else if ids_back {
+        why.push("the server restarted during the step (connection ids started again)".into());
     }
     if let Some(u) = &h.unreadable {
         why.push(format!(
@@ -131,6 +138,16 @@ mod tests {
         let mut h = ok();
         h.uptime = Some((5, 9, 10.0));
         assert!(invalid_reason(&h).unwrap().contains("restarted"));
+        // A young server restarted within a second: Uptime cannot tell, connection ids can.
+        let mut h = ok();
+        h.uptime = Some((0, 5, 6.0));
+        assert_eq!(invalid_reason(&h), None);
+        h.conn_ids = Some((14, 5));
+        assert!(invalid_reason(&h)
+            .unwrap()
+            .contains("connection ids started again"));
+        h.conn_ids = Some((14, 25));
+        assert_eq!(invalid_reason(&h), None);
         let mut h = ok();
         h.settings[0].2 = "6000".into();
         let r = invalid_reason(&h).unwrap();

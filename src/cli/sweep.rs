@@ -338,6 +338,7 @@ fn encode_hist(h: &hdrhistogram::Histogram<u64>) -> String {
 #[derive(Default)]
 struct Around {
     uptime: Option<(u64, u64, f64)>,
+    conn_ids: Option<(u64, u64)>,
     unreadable: Option<String>,
     settings_after: Vec<load::spec::Setting>,
 }
@@ -356,6 +357,7 @@ fn step_doc(
         errors: o.errors.values().sum(),
         first_error: o.first_error.clone(),
         uptime: around.uptime,
+        conn_ids: around.conn_ids,
         unreadable: around.unreadable.clone(),
         settings: applied
             .iter()

@@ -575,6 +575,17 @@ impl ServerProbe {
         })
     }
 
+    /// The server's `Uptime` and the id of a connection opened for this read. Connection ids
+    /// only grow while a server runs and start again near 1 after a restart, so a later mark
+    /// with a smaller id proves a restart even when `Uptime` (whole seconds) cannot, e.g. a
+    /// young server that restarted within a second.
+    pub fn mark(&mut self) -> std::result::Result<(u64, u64), String> {
+        self.conn = None;
+        let up = self.uptime()?;
+        let id = self.with(|c| c.query_first::<u64, _>("SELECT CONNECTION_ID()"))?;
+        Ok((up, id))
+    }
+
     /// `@@GLOBAL.var` as text (the name was validated as an identifier by the variant parser).
     pub fn global(&mut self, var: &str) -> std::result::Result<String, String> {
         let sql = format!("SELECT @@GLOBAL.{var}");

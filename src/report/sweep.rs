@@ -486,7 +486,7 @@ pub fn render(doc: &SweepDoc) -> String {
                 ));
             }
         }
-        if !st.little.holds && st.open_loop.is_none() {
+        if !st.little.holds && st.open_loop.is_none() && st.invalid.is_none() {
             note.push(format!("Little ratio {}", fmt_num(st.little.ratio)));
         }
         t.add_row(vec![
@@ -501,7 +501,11 @@ pub fn render(doc: &SweepDoc) -> String {
             ms(st.latency_us.p999),
             ms(st.latency_us.max),
             errors.to_string(),
-            fmt_num(st.little.implied),
+            if st.invalid.is_some() {
+                "-".to_string()
+            } else {
+                fmt_num(st.little.implied)
+            },
             note.join("; "),
         ]);
     }
