@@ -764,6 +764,9 @@ fn a_server_restart_during_a_step_makes_it_invalid() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mut db) = start() else { return };
     prepare(&db);
+    // Let the server age a few seconds, so that its Uptime tells a restart from the wall clock
+    // (connection ids tell it too, unless many reconnects after the restart catch up).
+    std::thread::sleep(Duration::from_millis(2500));
     let child = sweep_child(&db, "run")
         .args(["--workload", "point-select", "--threads", "2"])
         .args(["--warmup", "0", "--duration", "6", "--report-interval", "0"])
