@@ -203,11 +203,15 @@ pub fn now_unix() -> i64 {
         .unwrap_or(0)
 }
 
-/// Start time of a process in clock ticks since boot (`/proc/PID/stat` field 22).
+/// Start time of a running process in clock ticks since boot (`/proc/PID/stat` field 22);
+/// None when there is no such process or it is a zombie (killed, not yet reaped).
 pub fn process_start(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &s[s.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    let mut f = s[s.rfind(')')? + 1..].split_whitespace();
+    if matches!(f.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
 }
 
 fn client_host() -> String {
@@ -478,7 +482,10 @@ pub fn warnings(f: &Findings) -> Vec<String> {
             "warning: {} and it was never set back; run `spinscope restore {}` (or by hand: {})",
             describe(r),
             r.server.connect_hint,
-            r.restore_sql.first().cloned().unwrap_or_default()
+            match r.restore_sql.as_slice() {
+                [one] if one.len() <= 200 => one.clone(),
+                _ => "the statements `spinscope restore --list` prints".into(),
+            }
         ));
     }
     for r in &f.closed_by_restart {
@@ -589,6 +596,22 @@ mod tests {
         assert!(same_value("6000", "6000.0"));
         assert!(same_value("'ON'", "on"));
         assert!(!same_value("6", "60"));
+    }
+
+    #[test]
+    fn a_killed_unreaped_child_is_gone() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(process_start(pid).is_some());
+        child.kill().unwrap();
+        // Not reaped yet: a zombie, which still has /proc/PID/stat.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(std::path::Path::new(&format!("/proc/{pid}/stat")).exists());
+        assert_eq!(process_start(pid), None);
+        child.wait().unwrap();
     }
 
     #[test]

@@ -105,6 +105,8 @@ pub struct InstrumentGuard {
     instruments: Vec<(String, String, String)>,
     consumers: Vec<(String, String)>,
     record: Option<crate::journal::Record>,
+    /// Number of wait/synch instruments.
+    total: u64,
     attempted: bool,
     pub restored: bool,
 }
@@ -125,9 +127,12 @@ fn sq(s: &str) -> String {
 }
 
 /// The statements that put the recorded state back: one UPDATE per distinct (ENABLED, TIMED).
+/// When every wait/synch instrument had the same state (MariaDB's default: all off), one
+/// short statement does.
 fn restore_statements(
     instruments: &[(String, String, String)],
     consumers: &[(String, String)],
+    total: u64,
 ) -> Vec<String> {
     let mut groups: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (name, en, timed) in instruments {
@@ -136,14 +141,19 @@ fn restore_statements(
             .or_default()
             .push(sq(name));
     }
+    let all = groups.len() == 1 && instruments.len() as u64 == total;
     let mut out: Vec<String> = groups
         .into_iter()
         .map(|((en, timed), names)| {
+            let which = if all {
+                "NAME LIKE 'wait/synch/%'".to_string()
+            } else {
+                format!("NAME IN ({})", names.join(", "))
+            };
             format!(
-                "UPDATE performance_schema.setup_instruments SET ENABLED = {}, TIMED = {} WHERE NAME IN ({})",
+                "UPDATE performance_schema.setup_instruments SET ENABLED = {}, TIMED = {} WHERE {which}",
                 sq(&en),
                 sq(&timed),
-                names.join(", ")
             )
         })
         .collect();
@@ -174,6 +184,7 @@ impl InstrumentGuard {
             instruments: Vec::new(),
             consumers: Vec::new(),
             record: None,
+            total: 0,
             attempted: false,
             restored: false,
         };
@@ -243,6 +254,7 @@ impl InstrumentGuard {
                 "SELECT COUNT(*) FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
             )
             .map_err(err)?;
+        g.total = total.unwrap_or(0);
         let rec = journal::Record {
             id: journal::new_id(),
             server,
@@ -253,7 +265,7 @@ impl InstrumentGuard {
                 total.unwrap_or(0)
             ),
             check_sql: STATE_SQL.into(),
-            restore_sql: restore_statements(&g.instruments, &g.consumers),
+            restore_sql: restore_statements(&g.instruments, &g.consumers, g.total),
             holder: journal::me(),
             opened_unix_s: journal::now_unix(),
             lock: Some("spinscope:pfs_wait_synch".into()),
@@ -325,7 +337,7 @@ impl InstrumentGuard {
             return self.restored;
         }
         self.attempted = true;
-        let stmts = restore_statements(&self.instruments, &self.consumers);
+        let stmts = restore_statements(&self.instruments, &self.consumers, self.total);
         let expect = self
             .record
             .as_ref()

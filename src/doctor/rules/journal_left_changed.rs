@@ -29,7 +29,12 @@ pub fn check(f: &Facts) -> Vec<Finding> {
                 what_to_do: "Run `spinscope restore` with the same connection flags: it sets the \
                              original back only where the server still holds the value spinscope set."
                     .into(),
-                statements: if stmt.is_empty() { vec![] } else { vec![stmt] },
+                // Only runnable SQL (a long restore is referred to `restore --list`).
+                statements: if stmt.starts_with("SET ") || stmt.starts_with("UPDATE ") {
+                    vec![stmt]
+                } else {
+                    vec![]
+                },
                 option_file: vec![],
             }
         })
