@@ -287,6 +287,30 @@ fn capture_mariadb_fixtures() {
     ]);
     let _load = start_load(&db);
     std::thread::sleep(Duration::from_secs(2));
+    // SPINSCOPE_CAPTURE_BIG=FILE: instead, a ~100k-sample recording (40 kHz: the server gets
+    // only part of 2 shared vCPUs) for docs/PERFORMANCE.md.
+    if let Some(big) = std::env::var_os("SPINSCOPE_CAPTURE_BIG") {
+        let data = dir.join("perf.data.big");
+        let st = std::process::Command::new("perf")
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "40000", "-g", "-p"])
+            .arg(db.pid().to_string())
+            .arg("-o")
+            .arg(&data)
+            .args(["--", "sleep", "9"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let out = std::fs::File::create(&big).unwrap();
+        let st = std::process::Command::new("perf")
+            .args(["script", "-F", spinscope::profile::collect::SCRIPT_FIELDS, "-i"])
+            .arg(&data)
+            .stdout(out)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::fs::remove_file(&data).unwrap();
+        return;
+    }
     for (name, g) in [
         ("mariadbd-cpu-clock-g.perf", true),
         ("mariadbd-cpu-clock-flat.perf", false),

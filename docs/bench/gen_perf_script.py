@@ -2,7 +2,7 @@
 """Make a large `perf script` text from the small MariaDB fixture, for timing the folder.
 
 Usage: gen_perf_script.py [SAMPLES] [FIXTURE] > big.perf
-Defaults: 100000 samples from tests/fixtures/perf/mariadb1011.perf. Deterministic (seed 42).
+Defaults: 100000 samples from tests/fixtures/perf/synthetic_mariadb1011.perf. Deterministic (seed 42).
 
 Each output sample is a fixture sample picked at random, varied so the input looks like a real
 recording rather than one block repeated:
@@ -31,7 +31,7 @@ def samples(path):
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    fixture = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/perf/mariadb1011.perf"
+    fixture = sys.argv[2] if len(sys.argv) > 2 else "tests/fixtures/perf/synthetic_mariadb1011.perf"
     rng = random.Random(42)
     base = samples(fixture)
     w = sys.stdout.write

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time `spinscope profile --perf-script` against inferno's own CLI (`inferno-collapse-perf`,
-# default 2 threads, and `-n 1`, one thread like the library inside spinscope) on the same
+# default 2 threads, and `-n 1`, one thread) on the same
 # perf-script text, interleaved (one run of each tool per round), N rounds. Prints one line per
 # run:   tool rep wall_s user_s sys_s maxrss_kb
 # Summarise with profile_stats.py; KEEP=dir keeps the folded outputs of the last round.
@@ -31,8 +31,11 @@ for i in $(seq "$n"); do
       --perf-script "$file" --folded "$out/before.folded" > /dev/null; cat "$out/t"
   fi
 done
-echo "# samples: spinscope $(awk '{s+=$NF} END {print s}' "$out/sp.folded") (counts samples);" \
-     "inferno $(awk '{s+=$NF} END {printf "%d", s}' "$out/inf.folded") (sums sample periods)"
+echo "# weight: spinscope $(awk '{s+=$NF} END {printf "%d", s}' "$out/sp.folded");" \
+     "inferno $(awk '{s+=$NF} END {printf "%d", s}' "$out/inf.folded") (both sum sample periods)"
+# spinscope marks kernel frames _[k], as inferno does with --kernel: compare with that output.
+"$inf" --kernel "$file" > "$out/infk.folded"
+cmp -s "$out/sp.folded" "$out/infk.folded" && echo "# spinscope and inferno-collapse-perf --kernel: identical folded output"
 cmp -s "$out/inf.folded" "$out/inf1.folded" && echo "# inferno -n 1 and -n 2: identical output"
 if [ -n "${SPINSCOPE_BEFORE:-}" ]; then
   cmp -s "$out/sp.folded" "$out/before.folded" && echo "# spinscope before/after: identical folded output"

@@ -69,12 +69,36 @@ pub enum FoldError {
     LineTooLong { line: u64 },
 }
 
+/// A fast non-cryptographic hash for the stack table (keys come from a local file, so hash
+/// flooding is not a concern): 8 bytes per step, multiply-rotate.
+#[derive(Default, Clone, Copy)]
+pub struct StackHasher(u64);
+
+impl std::hash::Hasher for StackHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type StackMap = HashMap<String, Tally, std::hash::BuildHasherDefault<StackHasher>>;
+
 /// What one pass found.
 #[derive(Debug, Default)]
 pub struct Folded {
     /// `comm;root;...;leaf` -> samples and weight. A leaf may be a placeholder `\u{1}<i>` for
     /// `leaves[i]`; [`Folded::resolve`] replaces them.
-    pub stacks: HashMap<String, Tally>,
+    pub stacks: StackMap,
     pub leaves: Vec<UnknownLeaf>,
     /// The event folded (`None`: no event line named one).
     pub event: Option<String>,
@@ -289,10 +313,12 @@ impl State {
             return;
         };
         self.out.frame_lines += 1;
-        if let Some(off) = rawfunc.rfind("+0x") {
-            if rawfunc[off + 3..].bytes().all(|b| b.is_ascii_hexdigit()) {
-                rawfunc = &rawfunc[..off];
-            }
+        // `sym+0x1f`: drop the offset, i.e. a "+0x" followed only by hex digits (or nothing).
+        // Such a "+0x" can only end where the trailing run of hex digits starts ('x' is not one).
+        let b = rawfunc.as_bytes();
+        let end = b.len() - b.iter().rev().take_while(|c| c.is_ascii_hexdigit()).count();
+        if end >= 3 && &b[end - 3..end] == b"+0x" {
+            rawfunc = &rawfunc[..end - 3];
         }
         if rawfunc.starts_with('(') {
             return;
@@ -328,6 +354,12 @@ impl State {
             }
         }
         let demangled = fix_rust_symbol(rawfunc);
+        if !demangled.as_bytes().contains(&b'>') || !demangled.contains("->") {
+            let s = self.names.len();
+            self.push_name(&demangled, module, true);
+            self.frames.push((s as u32, self.names.len() as u32));
+            return;
+        }
         // Inlined chains (`a->b->c`): the first keeps its place, the rest are marked `_[i]`; the
         // names are pushed in reverse so that reversing the sample gives a->b->c root to leaf.
         let first_pushed = self.frames.len();
@@ -465,11 +497,12 @@ fn push_tidy(out: &mut String, func: &str) {
     let mut depth: i32 = 0;
     let mut last_dot: Option<usize> = None;
     let mut cut = func.len();
-    for (i, c) in func.char_indices() {
+    // Bytes, not chars: every byte tested is ASCII, which no multi-byte character contains.
+    for (i, &c) in func.as_bytes().iter().enumerate() {
         match c {
-            '<' | '{' | '[' => depth += 1,
-            '>' | '}' | ']' | ')' => depth -= 1,
-            '(' => {
+            b'<' | b'{' | b'[' => depth += 1,
+            b'>' | b'}' | b']' | b')' => depth -= 1,
+            b'(' => {
                 if depth == 0 {
                     let go = last_dot == Some(i);
                     let anon = func[i..].starts_with("(anonymous namespace)");
@@ -480,7 +513,7 @@ fn push_tidy(out: &mut String, func: &str) {
                 }
                 depth += 1;
             }
-            '.' => last_dot = Some(i + 1),
+            b'.' => last_dot = Some(i + 1),
             _ => {}
         }
     }

@@ -437,6 +437,17 @@ fn classify(
     spin_loops.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.name.cmp(&b.name)));
     let spin_loop_samples = spin_loops.iter().map(|l| l.samples).sum();
 
+    if let Some(l) = spin_loops.first() {
+        notes.push(format!(
+            "a \"spin loop at {b}+0x..\" is server code without a symbol that waits with a spin \
+             hint (PAUSE on x86, ISB/YIELD on ARM) in a short backward loop, recognised from the \
+             instruction bytes: a latch's spin wait (InnoDB's is sized by innodb_spin_wait_delay \
+             and innodb_sync_spin_loops). The number is its offset in the file {b} (here \
+             0x{o:x}); the server's debug symbols would name the function",
+            b = l.binary,
+            o = l.file_offset
+        ));
+    }
     let event = f.event.clone();
     let unit = weight_unit(event.as_deref(), f.samples_with_period);
     let ev_name = event.clone().filter(|e| !e.is_empty());
