@@ -302,7 +302,12 @@ fn capture_mariadb_fixtures() {
         assert!(st.success());
         let out = std::fs::File::create(&big).unwrap();
         let st = std::process::Command::new("perf")
-            .args(["script", "-F", spinscope::profile::collect::SCRIPT_FIELDS, "-i"])
+            .args([
+                "script",
+                "-F",
+                spinscope::profile::collect::SCRIPT_FIELDS,
+                "-i",
+            ])
             .arg(&data)
             .stdout(out)
             .status()
