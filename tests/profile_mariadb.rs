@@ -275,7 +275,7 @@ fn start_load(db: &MariaDb) -> Load {
 /// `SPINSCOPE_CAPTURE_DIR=tests/fixtures/perf/mariadb cargo test --release --test
 /// profile_mariadb capture -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "a recapture tool for the fixtures, run by hand with SPINSCOPE_CAPTURE_DIR"]
 fn capture_mariadb_fixtures() {
     let Some(dir) = std::env::var_os("SPINSCOPE_CAPTURE_DIR") else {
         return;

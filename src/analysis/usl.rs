@@ -10,7 +10,7 @@
 //! Points the model cannot explain are left out and named: after a first fit, the worst point is
 //! dropped while its relative residual exceeds `OUTLIER_REL` and at least 4 points remain (a
 //! single client on an idle VM, for example, is slowed by wake-up latency the model has no term
-//! for; spin-facts §7).
+//! for; docs/REFERENCE.md §8).
 
 use serde::{Deserialize, Serialize};
 

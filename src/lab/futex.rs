@@ -1,6 +1,6 @@
 //! A futex-backed lock word (Drepper's "mutex3": 0 free, 1 locked, 2 locked with sleepers) and
 //! the raw FUTEX_WAIT_PRIVATE / FUTEX_WAKE_PRIVATE calls. Every spinning latch of the lab ends
-//! in `wait_lock`, as MySQL ends in an OS event and MariaDB 10.6+ in a futex (spin-facts.md §2).
+//! in `wait_lock`, as MySQL ends in an OS event and MariaDB 10.6+ in a futex (docs/REFERENCE.md §1).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
