@@ -80,7 +80,7 @@ fn json_document_has_schema_points_and_no_lost_updates() {
         .get_output()
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["schema"], "spinscope.lab/1");
+    assert_eq!(v["schema"], "spinscope.lab/2");
     let doc: spinscope::lab::LabDoc = serde_json::from_value(v).unwrap();
     assert_eq!(doc.points.len(), 6);
     for p in &doc.points {

@@ -37,7 +37,7 @@ fn a_plan_runs_into_a_document_with_progress() {
     })
     .unwrap();
     assert_eq!((starts, runs), (1, 8));
-    assert_eq!(doc.schema, "spinscope.lab/1");
+    assert_eq!(doc.schema, "spinscope.lab/2");
     assert_eq!(doc.points.len(), 4);
     assert_eq!(doc.compare.len(), 2, "one row per latch and thread count");
     for pt in &doc.points {

@@ -72,7 +72,7 @@ pub struct LabArgs {
     /// Shards of the sharded latch.
     #[arg(long, default_value_t = 8)]
     pub shards: usize,
-    /// Print the JSON document (spinscope.lab/1) instead of tables.
+    /// Print the JSON document (spinscope.lab/2) instead of tables.
     #[arg(long)]
     pub json: bool,
     /// Write SVG charts (throughput, p99, CPU per op vs threads) into this directory.

@@ -1,4 +1,4 @@
-//! The `spinscope.lab/1` document and its pure builders: per-point summaries over repeats and
+//! The `spinscope.lab/2` document and its pure builders: per-point summaries over repeats and
 //! the rows of a `--compare-pause-scale` comparison.
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use crate::analysis::stats::{summarize, Summary};
 use crate::spin::cpus::Hint;
 
 /// JSON schema id of the lab document.
-pub const SCHEMA: &str = "spinscope.lab/1";
+pub const SCHEMA: &str = "spinscope.lab/2";
 /// A metric "stays the same" between two scales when within this many percent.
 pub const STABLE_PCT: f64 = 10.0;
 
@@ -118,7 +118,7 @@ pub struct CompareRow {
     pub cpu_movement: Movement,
 }
 
-/// The `spinscope.lab/1` document.
+/// The `spinscope.lab/2` document.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabDoc {
     pub schema: String,

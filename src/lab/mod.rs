@@ -7,7 +7,7 @@
 //! - [`futex`]: the futex lock word every spinning latch sleeps on.
 //! - [`harness`]: one measured run of one point.
 //! - [`plan`]: the typed plan and its validation; [`engine`]: runs a plan into a [`LabDoc`].
-//! - [`doc`]: the `spinscope.lab/1` document; [`render`]: its tables and charts.
+//! - [`doc`]: the `spinscope.lab/2` document; [`render`]: its tables and charts.
 //!
 //! Summaries and verdicts are pure, in `analysis::lab_stats`.
 

@@ -1,4 +1,4 @@
-//! Renderers of the `spinscope.lab/1` document: the text tables and the SVG charts. Pure.
+//! Renderers of the `spinscope.lab/2` document: the text tables and the SVG charts. Pure.
 
 use std::fmt::Write as _;
 
@@ -200,14 +200,14 @@ pub fn charts(doc: &LabDoc) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::doc::{Machine, Point};
+    use crate::lab::doc::{Machine, Point, SCHEMA};
     use crate::lab::latch::SpinParams;
     use crate::lab::plan::LabPlan;
     use crate::spin::cpus::Hint;
 
     fn doc_with(points: Vec<Point>) -> LabDoc {
         LabDoc {
-            schema: "spinscope.lab/1".into(),
+            schema: SCHEMA.into(),
             machine: Machine {
                 cpus: 2,
                 counter: "TSC".into(),
