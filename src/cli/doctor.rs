@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::{ArgAction, Args};
 
 use crate::doctor::{build_doc, Facts, Severity};
-use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_OK};
+use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK};
 use crate::server::collect::{collect, CollectOpts};
 use crate::server::conn::{resolve, ConnArgs};
 use crate::server::snapshot::Snapshot;
@@ -148,7 +148,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
     }
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!("spinscope: interrupted; partial results above");
-        return Ok(130);
+        return Ok(EXIT_INTERRUPTED);
     }
     Ok(match (a.fail_on, doc.max_severity) {
         (Some(f), Some(m)) if m >= f => EXIT_FINDINGS,

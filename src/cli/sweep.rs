@@ -12,7 +12,7 @@ use mysql::prelude::Queryable;
 
 use crate::analysis::knee::{self, little_check, parse_sla, StepPoint};
 use crate::analysis::validity::{invalid_reason, StepHealth};
-use crate::error::{Error, Result, EXIT_OK};
+use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::load::driver::{run_step, ServerProbe, StepConfig, StepOutcome};
 use crate::load::guard::SettingsGuard;
 use crate::load::spec::{parse_ladder, parse_variants};
@@ -24,9 +24,6 @@ use crate::report::sweep::{
 };
 use crate::report::sweep_html;
 use crate::server::conn::{self as server_conn, ConnArgs, Target};
-
-/// Exit code after SIGINT/SIGTERM, once partial results are saved and settings restored.
-pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, clap::Args)]
 #[command(
