@@ -1,8 +1,9 @@
 //! One interrupt handler for every command that changes or watches a server: SIGINT, SIGTERM,
 //! SIGHUP (a dropped SSH session) and SIGQUIT all ask the command to stop, put back what it
-//! changed and exit 130. A second signal exits at once after printing the statements still
-//! needed (the journal records stay open for `spinscope restore`). If the first stop does not
-//! finish within [`GRACE`] (a hung server), the same happens without a second signal.
+//! changed (the message promises that only when the journal holds changes) and exit 130. A
+//! second signal exits at once after printing the statements still needed (the journal records
+//! stay open for `spinscope restore`). If the first stop does not finish within [`GRACE`] (a
+//! hung server), the same happens without a second signal.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -41,6 +42,16 @@ fn exit_now(why: &str) -> ! {
         );
     }
     std::process::exit(EXIT_INTERRUPTED)
+}
+
+/// What the first signal prints: only a command with changes registered in the journal (a
+/// sweep's or doctor's settings) has something to put back; lab and probe change nothing.
+fn first_signal_line(sig: &str, changed: bool) -> String {
+    if changed {
+        format!("spinscope: {sig}: stopping and putting back what was changed (press Ctrl-C again to exit at once)")
+    } else {
+        format!("spinscope: {sig}: stopping (press Ctrl-C again to exit at once)")
+    }
 }
 
 /// A terminal that hung up makes every write fail; send output to /dev/null instead so the
@@ -90,10 +101,8 @@ pub fn install() -> crate::Result<Arc<AtomicBool>> {
                     exit_now(&format!("{} again", name(sig)));
                 }
                 f2.store(true, Ordering::SeqCst);
-                eprintln!(
-                    "spinscope: {}: stopping and putting back what was changed (press Ctrl-C again to exit at once)",
-                    name(sig)
-                );
+                let changed = !crate::journal::pending_statements().is_empty();
+                eprintln!("{}", first_signal_line(name(sig), changed));
                 std::thread::spawn(|| {
                     std::thread::sleep(GRACE);
                     exit_now(&format!(
@@ -131,6 +140,19 @@ pub fn sleep(d: Duration, stop: &AtomicBool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_signal_line_mentions_restoring_only_when_something_changed() {
+        let plain = first_signal_line("SIGINT", false);
+        assert!(plain.starts_with("spinscope: SIGINT: stopping"), "{plain}");
+        assert!(!plain.contains("putting back"), "{plain}");
+        let restoring = first_signal_line("SIGTERM", true);
+        assert!(restoring.contains("SIGTERM"), "{restoring}");
+        assert!(
+            restoring.contains("putting back what was changed"),
+            "{restoring}"
+        );
+    }
 
     #[test]
     fn sleep_wakes_on_stop() {

@@ -274,4 +274,7 @@ fn ctrl_c_prints_what_was_measured() {
         "{stdout}"
     );
     assert!(rest.contains("interrupted after"), "{rest}");
+    // The lab changes nothing on any server, so its stop message promises no restore.
+    assert!(rest.contains("SIGINT: stopping"), "{rest}");
+    assert!(!rest.contains("putting back"), "{rest}");
 }
