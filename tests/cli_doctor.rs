@@ -184,6 +184,11 @@ fn text_and_markdown_reports() {
         s.contains("CRITICAL (1)") && s.contains("[spin-budget]") && s.contains("run: SET GLOBAL"),
         "{s}"
     );
+    // Whole-number settings and counts print as integers, not "30.00" or "2.000".
+    assert!(
+        s.contains("innodb_sync_spin_loops 30,") && s.contains("cores 2,"),
+        "{s}"
+    );
     let out = doctor(&[
         "--snapshot",
         &fixture("mariadb1011_delay6000.json"),

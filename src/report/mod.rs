@@ -37,7 +37,8 @@ pub fn table(header: &[&str]) -> comfy_table::Table {
     t
 }
 
-/// Format a float with a sensible number of significant digits for humans.
+/// Format a float with a sensible number of significant digits for humans; a whole number
+/// (a setting, a thread or core count) prints as an integer, never as "4.000".
 pub fn fmt_num(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
@@ -45,7 +46,7 @@ pub fn fmt_num(x: f64) -> String {
     let a = x.abs();
     if a == 0.0 {
         "0".into()
-    } else if a >= 1000.0 {
+    } else if x.fract() == 0.0 || a >= 1000.0 {
         format!("{x:.0}")
     } else if a >= 100.0 {
         format!("{x:.1}")
@@ -77,5 +78,31 @@ pub fn fmt_ns(ns: f64) -> String {
         format!("{} us", fmt_num(ns / 1e3))
     } else {
         format!("{} ns", fmt_num(ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_print_as_integers() {
+        assert_eq!(fmt_num(4.0), "4");
+        assert_eq!(fmt_num(30.0), "30");
+        assert_eq!(fmt_num(-2.0), "-2");
+        assert_eq!(fmt_num(6000.0), "6000");
+        assert_eq!(fmt_count(16.0), "16");
+    }
+
+    #[test]
+    fn fractions_keep_about_four_significant_digits() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(2.5), "2.500");
+        assert_eq!(fmt_num(27.27), "27.27");
+        assert_eq!(fmt_num(118.008), "118.0");
+        assert_eq!(fmt_num(1234.56), "1235");
+        assert_eq!(fmt_num(f64::NAN), "-");
+        assert_eq!(fmt_ns(27_270.0), "27.27 us");
+        assert_eq!(fmt_ns(2_000_000.0), "2 ms");
     }
 }
