@@ -1,5 +1,7 @@
 //! Thin binary: parse arguments, run the command, map errors to exit codes.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use clap::Parser;
 use spinscope::cli::Cli;
 
@@ -21,12 +23,49 @@ fn main() {
         .collect();
     spinscope::journal::set_command(&cmd.join(" "));
     let cli = Cli::parse_from(args);
-    let code = match spinscope::cli::run(cli) {
-        Ok(code) => code,
-        Err(e) => {
+    quiet_on_closed_stdout();
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| spinscope::cli::run(cli)));
+    let code = match run {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("spinscope: error: {e}");
             e.exit_code()
         }
+        // The reader went away (`| head`): it has what it wanted, so end quietly, as ripgrep does.
+        Err(_) if STDOUT_CLOSED.load(Ordering::SeqCst) => spinscope::error::EXIT_OK,
+        Err(payload) => std::panic::resume_unwind(payload),
     };
     std::process::exit(code);
+}
+
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// A closed stdout (`spinscope probe --json | head -c 10`) makes `println!` panic with EPIPE,
+/// because Rust ignores SIGPIPE. Putting SIGPIPE back to its default would end quietly too, but
+/// it kills the process on the spot: in the middle of a sweep or a doctor window that changed
+/// server settings it would skip the guards that put them back, and a write to a server's Unix
+/// socket that closed would kill it the same way. So instead this panic alone is silenced and
+/// unwinds through those guards (they restore as on any early return), and `main` exits 0.
+/// Every other panic still prints as before.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_stdout(msg) {
+            STDOUT_CLOSED.store(true, Ordering::SeqCst);
+        } else {
+            default(info);
+        }
+    }));
+}
+
+/// The message of std's print macros when stdout's reader has gone (EPIPE).
+fn is_closed_stdout(msg: &str) -> bool {
+    msg.starts_with("failed printing to stdout")
+        && msg.ends_with(&format!("(os error {})", libc::EPIPE))
 }

@@ -1,4 +1,4 @@
-//! Completions, man pages and top-level usage errors.
+//! Completions, man pages, top-level usage errors and a closed stdout.
 
 use assert_cmd::Command;
 use predicates::prelude::*;
@@ -39,4 +39,47 @@ fn unknown_command_is_a_usage_error() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("frobnicate"));
+}
+
+/// Run the binary with stdout a pipe whose read end is already closed (what `| head -c 1` does
+/// once it has its byte), returning the exit code and stderr.
+fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors that we own from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: each descriptor was just created and is owned once.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spinscope"))
+        .args(args)
+        .stdout(std::process::Stdio::from(write))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let snapshot = format!("{fixtures}/snapshots/mariadb1011_delay6000.json");
+    let perf = format!("{fixtures}/perf/synthetic_mariadb1011.perf");
+    let runs: [&[&str]; 6] = [
+        &["probe", "--json"],
+        &["spin", "--flavor", "mariadb", "--server", "10.11", "--json"],
+        &["doctor", "--snapshot", &snapshot, "--json"],
+        &["doctor", "--snapshot", &snapshot],
+        &["profile", "--perf-script", &perf],
+        &["completions", "bash"],
+    ];
+    for args in runs {
+        let (code, err) = with_closed_stdout(args);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+    }
 }

@@ -73,7 +73,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Restore(a) => restore::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "spinscope", &mut std::io::stdout());
+            // Into a buffer, then print!: a closed stdout then ends quietly like every print.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "spinscope", &mut buf);
+            print!("{}", String::from_utf8_lossy(&buf));
             Ok(EXIT_OK)
         }
         Command::Man { out_dir } => {
