@@ -24,7 +24,7 @@ fn table_names_the_server_the_baseline_and_the_ratio() {
     spin(&["--server", "8.0.40", "--cpu", "skylake-sp"])
         .success()
         .stdout(predicate::str::contains("MySQL 8.0.40"))
-        .stdout(predicate::str::contains("504.0 us"))
+        .stdout(predicate::str::contains("504 us"))
         .stdout(predicate::str::contains("CPU ratio 12.3x"))
         .stdout(predicate::str::contains("design ratio 12.3x"));
 }
