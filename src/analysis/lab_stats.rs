@@ -35,17 +35,24 @@ pub enum Movement {
     Stable,
     /// Beyond the tolerance and the repeat ranges [min, max] do not overlap.
     Changed,
-    /// Beyond the tolerance but the repeat ranges overlap: noise cannot be ruled out.
+    /// Beyond the tolerance but the repeat ranges overlap, or fewer than
+    /// [`MIN_REPEATS_FOR_CHANGE`] repeats on a side: noise cannot be ruled out.
     Unclear,
 }
 
+/// Repeats each side needs before a move can be called `Changed`: with one or two repeats the
+/// "ranges" are points and would not overlap by chance alone.
+pub const MIN_REPEATS_FOR_CHANGE: usize = 3;
+
 /// Judge a change between two repeat summaries: stable if the medians are within
-/// `tolerance_pct`; changed if beyond it and the ranges of the repeats do not overlap.
+/// `tolerance_pct`; changed if beyond it, both sides have enough repeats and the ranges of the
+/// repeats do not overlap; unclear otherwise.
 pub fn judge(base: &Summary, new: &Summary, tolerance_pct: f64) -> Movement {
     let c = change_pct(base.median, new.median);
+    let enough = base.n >= MIN_REPEATS_FOR_CHANGE && new.n >= MIN_REPEATS_FOR_CHANGE;
     if c.is_nan() || c.abs() <= tolerance_pct {
         Movement::Stable
-    } else if new.min > base.max || new.max < base.min {
+    } else if enough && (new.min > base.max || new.max < base.min) {
         Movement::Changed
     } else {
         Movement::Unclear
@@ -79,7 +86,7 @@ pub fn compare_story(
         _ if ops == Movement::Stable && cpu == Movement::Stable => {
             "unaffected by the hint's latency"
         }
-        _ if !moved => "moves, but within the spread of repeats",
+        _ if !moved => "moves, but not beyond the spread of repeats (or too few repeats to tell)",
         Waiting::NoHints => "moves although it executes no hints: noise or scheduling",
         Waiting::TimeBudget if ops_change_pct < 0.0 => {
             "loses throughput: it sees the release only between hints, now coarser"
@@ -137,6 +144,14 @@ mod tests {
         assert_eq!(judge(&a, &b, 10.0), Movement::Stable);
         assert_eq!(judge(&a, &c, 10.0), Movement::Changed);
         assert_eq!(judge(&a, &d, 10.0), Movement::Unclear);
+        // One repeat a side: a 50% drop is not a verdict.
+        let one_a = summarize(&[100.0]).unwrap();
+        let one_c = summarize(&[50.0]).unwrap();
+        assert_eq!(judge(&one_a, &one_c, 10.0), Movement::Unclear);
+        assert_eq!(
+            judge(&one_a, &summarize(&[101.0]).unwrap(), 10.0),
+            Movement::Stable
+        );
     }
 
     #[test]
@@ -153,7 +168,7 @@ mod tests {
         );
         assert_eq!(
             compare_story(HintCount, Unclear, Stable, -12.0),
-            "moves, but within the spread of repeats"
+            "moves, but not beyond the spread of repeats (or too few repeats to tell)"
         );
         assert_eq!(
             compare_story(HintCount, Changed, Stable, 15.0),

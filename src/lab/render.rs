@@ -125,7 +125,7 @@ pub fn text(doc: &LabDoc) -> String {
             ]);
         }
         let _ = writeln!(out, "{t}");
-        let _ = writeln!(out, "(stable = within {STABLE_PCT}%; changed = beyond it with non-overlapping repeat ranges; unclear = beyond it, ranges overlap)");
+        let _ = writeln!(out, "(stable = within {STABLE_PCT}%; changed = beyond it with non-overlapping repeat ranges; unclear = beyond it, but ranges overlap or fewer than 3 repeats)");
     }
     if doc.interrupted {
         let _ = writeln!(
