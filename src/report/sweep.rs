@@ -770,36 +770,9 @@ mod tests {
         let h = an.variants[1].harmful.as_deref().unwrap();
         assert!(h.starts_with("b is harmful at"), "{h}");
         assert!(an.left_out.is_empty());
-        let doc = SweepDoc {
-            schema: SCHEMA.into(),
-            tool_version: "0".into(),
-            started_unix_s: 0,
-            complete: true,
-            interrupted: false,
-            stopped_because: None,
-            server: ServerInfo {
-                version: "10.11".into(),
-            },
-            config: SweepConfig {
-                workload: "write-only".into(),
-                sql_file: None,
-                schema_name: "spinscope".into(),
-                tables: 2,
-                table_size: 100,
-                mode: "closed".into(),
-                rate_tps: None,
-                warmup_s: 1.0,
-                duration_s: 2.0,
-                ladder: vec![1, 2, 4, 8, 16],
-                repeat: 3,
-                variants: vs.to_vec(),
-                sla: None,
-                stop_after_knee: false,
-            },
-            steps,
-            analysis: an,
-            settings_changed: vec![],
-        };
+        let mut doc = super::tests_support::doc_of(steps, an);
+        doc.config.ladder = vec![1, 2, 4, 8, 16];
+        doc.config.variants = vs.to_vec();
         let text = render(&doc);
         assert!(text.contains("knee: 4 threads"), "{text}");
         assert!(text.contains("N=X*R = the concurrency implied"), "{text}");
