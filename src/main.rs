@@ -8,18 +8,22 @@ use spinscope::cli::Cli;
 fn main() {
     // Copy the arguments, then overwrite any password in the process's own argument memory
     // so `ps` and /proc/PID/cmdline stop showing it (as the mysql client does).
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let args = spinscope::server::conn::mysql_style_args(std::env::args_os().collect());
     if spinscope::server::argv::scrub_passwords() {
         eprintln!(
             "spinscope: [Warning] Using a password on the command line interface can be insecure."
         );
     }
+    // The command's name only ("sweep run"), never a positional server (it may hold a password).
     let cmd: Vec<String> = args
         .iter()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .take_while(|a| !a.starts_with('-'))
         .take(2)
+        .enumerate()
+        .filter(|(i, a)| *i == 0 || matches!(a.as_str(), "prepare" | "run" | "cleanup"))
+        .map(|(_, a)| a)
         .collect();
     spinscope::journal::set_command(&cmd.join(" "));
     let cli = Cli::parse_from(args);

@@ -1,5 +1,5 @@
-//! Passwords given on the command line (`-pSECRET`, `--password SECRET`, `--url
-//! mysql://user:SECRET@host`) are overwritten in this process's argument memory right after
+//! Passwords given on the command line (`-pSECRET`, `--password=SECRET`, `--url
+//! mysql://user:SECRET@host`, a positional `user:SECRET@host`) are overwritten in this process's argument memory right after
 //! start, so `ps` and `/proc/PID/cmdline` no longer show them, as the mysql client does.
 //! The caller keeps its own copy of the arguments, taken before the overwrite.
 
@@ -11,16 +11,12 @@ pub fn password_ranges(block: &[u8]) -> Vec<std::ops::Range<usize>> {
     for arg in block.split(|&b| b == 0) {
         let start = off;
         off += arg.len() + 1;
-        let takes_password = matches!(prev, b"-p" | b"--password");
+        // `-p` and `--password` take no separate word (as in the mysql client): the next word
+        // is the server, whose own password part is hidden below.
         let takes_url = prev == b"--url";
         prev = arg;
         if arg == b"--" {
             break;
-        }
-        if takes_password && !arg.starts_with(b"-") && !arg.is_empty() {
-            out.push(start..start + arg.len());
-            prev = b"";
-            continue;
         }
         if let Some(v) = arg.strip_prefix(b"--password=") {
             out.push(start + arg.len() - v.len()..start + arg.len());
@@ -29,8 +25,8 @@ pub fn password_ranges(block: &[u8]) -> Vec<std::ops::Range<usize>> {
         } else if let Some(u) = arg.strip_prefix(b"--url=") {
             let base = start + arg.len() - u.len();
             out.extend(url_password(u).map(|r| base + r.start..base + r.end));
-        } else if takes_url {
-            out.extend(url_password(arg).map(|r| start + r.start..start + r.end));
+        } else if takes_url || (!arg.starts_with(b"-") && arg.contains(&b'@')) {
+            out.extend(target_password(arg).map(|r| start + r.start..start + r.end));
             prev = b"";
         }
     }
@@ -42,6 +38,16 @@ fn url_password(u: &[u8]) -> Option<std::ops::Range<usize>> {
     let s = u.windows(3).position(|w| w == b"://")? + 3;
     let at = s + u[s..].iter().rposition(|&b| b == b'@')?;
     let colon = s + u[s..at].iter().position(|&b| b == b':')?;
+    (colon + 1 < at).then(|| colon + 1..at)
+}
+
+/// The password of a URL or of a mysqlsh-style `user:PASSWORD@host`.
+fn target_password(u: &[u8]) -> Option<std::ops::Range<usize>> {
+    if u.windows(3).any(|w| w == b"://") {
+        return url_password(u);
+    }
+    let at = u.iter().rposition(|&b| b == b'@')?;
+    let colon = u[..at].iter().position(|&b| b == b':')?;
     (colon + 1 < at).then(|| colon + 1..at)
 }
 
@@ -96,13 +102,17 @@ mod tests {
                 "s",
                 "--password=pw",
                 "--password",
-                "pw2",
+                "db1",
                 "-p",
-                "pw3",
+                "db2",
                 "-P",
                 "3306"
             ]),
-            "s --password=xx --password xxx -p xxx -P 3306 "
+            "s --password=xx --password db1 -p db2 -P 3306 "
+        );
+        assert_eq!(
+            scrubbed(&["s", "-p", "ceo:S3c@h:1", "root@db", "mysql://u:pw@h"]),
+            "s -p ceo:xxx@h:1 root@db mysql://u:xx@h "
         );
         assert_eq!(
             scrubbed(&[

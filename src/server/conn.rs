@@ -34,6 +34,10 @@ pub enum SslMode {
 /// How to reach the server. Flatten into a command with `#[command(flatten)]`.
 #[derive(Clone, Default, clap::Args)]
 pub struct ConnArgs {
+    /// The server: mysql://user@host:port/db, user@host:port, host[:port], or user@/path.sock
+    /// (flags given as well override its parts).
+    #[arg(value_name = "TARGET", conflicts_with = "url")]
+    pub target: Option<String>,
     /// Server URL mysql://user:pass@host:port/db (flags given as well override its parts).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
@@ -51,7 +55,7 @@ pub struct ConnArgs {
     pub user: Option<String>,
     /// Password (`-pSECRET`, `--password=SECRET`); `-p` alone prompts on the terminal. Prefer
     /// the prompt, an option file or MYSQL_PWD: values on a command line are visible to `ps`.
-    #[arg(short = 'p', long, num_args = 0..=1, value_name = "PASSWORD")]
+    #[arg(short = 'p', long, num_args = 0..=1, require_equals = true, value_name = "PASSWORD")]
     pub password: Option<Option<String>>,
     /// Default database.
     #[arg(short = 'D', long)]
@@ -80,6 +84,7 @@ impl std::fmt::Debug for ConnArgs {
     // Hand-written so a password never reaches a log or panic message.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConnArgs")
+            .field("target", &self.target.as_ref().map(|u| redact_target(u)))
             .field("url", &self.url.as_ref().map(|u| redact_url(u)))
             .field("host", &self.host)
             .field("port", &self.port)
@@ -189,7 +194,7 @@ fn pct_decode(s: &str, what: &str) -> Result<String> {
                 }
                 None => {
                     return Err(Error::bad_input(format!(
-                        "--url: bad %-escape in the {what}; write %XX with two hex digits"
+                        "bad %-escape in the {what} of the server address; write %XX with two hex digits"
                     )))
                 }
             }
@@ -197,7 +202,8 @@ fn pct_decode(s: &str, what: &str) -> Result<String> {
         out.push(b[i]);
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| Error::bad_input(format!("--url: the {what} is not UTF-8")))
+    String::from_utf8(out)
+        .map_err(|_| Error::bad_input(format!("the {what} in the server address is not UTF-8")))
 }
 
 /// The parts of a `mysql://` URL. Query parameters `socket=` and `ssl-mode=` are understood.
@@ -227,10 +233,82 @@ impl std::fmt::Debug for UrlParts {
 
 /// Parse `mysql://user:pass@host:port/db?socket=/path`. Errors never echo the password.
 pub fn parse_url(url: &str) -> Result<UrlParts> {
-    let shown = redact_url(url);
+    parse_url_as(url, &format!("--url {}", redact_url(url)))
+}
+
+/// A target for messages: the password part becomes `***`.
+pub fn redact_target(s: &str) -> String {
+    if s.contains("://") {
+        return redact_url(s);
+    }
+    match s.rfind('@') {
+        Some(at) => format!("***{}", &s[at..]),
+        None if s.contains(':')
+            && !s
+                .rsplit(':')
+                .next()
+                .unwrap_or("")
+                .chars()
+                .all(|c| c.is_ascii_digit()) =>
+        {
+            "(not a server target)".to_string()
+        }
+        None => s.to_string(),
+    }
+}
+
+/// Parse a server given as a positional argument, the forms the MySQL tools take:
+/// `mysql://user:pass@host:port/db` (or `mariadb://`), mysqlsh-style
+/// `user[:pass]@host[:port][/db]`, `host[:port]`, and a socket as `user@/path/to.sock` or
+/// `user@(/path/to.sock)`. Errors never echo the password. Used by every command's positional
+/// TARGET and by inventories.
+pub fn parse_target_arg(s: &str) -> Result<UrlParts> {
+    let shown = redact_target(s);
+    let label = format!("server {shown}");
     let bad = |why: &str| {
         Error::bad_input(format!(
-            "--url {shown}: {why}; expected mysql://user:password@host:port/database"
+            "{label}: {why}; give mysql://user@host:port/db, user@host:port, host[:port] or user@/path/to.sock"
+        ))
+    };
+    if s.trim().is_empty() {
+        return Err(bad("empty"));
+    }
+    if s.chars().any(char::is_whitespace) {
+        return Err(bad("contains a space"));
+    }
+    if s.contains("://") {
+        return parse_url_as(s, &label);
+    }
+    let (auth, rest) = match s.rfind('@') {
+        Some(at) => (Some(&s[..at]), &s[at + 1..]),
+        None => (None, s),
+    };
+    let sock = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| rest.starts_with('/').then_some(rest));
+    if let Some(sock) = sock {
+        let mut p = match auth {
+            Some(a) => parse_url_as(&format!("mysql://{a}@localhost"), &label)?,
+            None => UrlParts::default(),
+        };
+        if sock.is_empty() {
+            return Err(bad("the socket path is empty"));
+        }
+        p.host = Some("localhost".to_string());
+        p.socket = Some(PathBuf::from(pct_decode(sock, "socket")?));
+        return Ok(p);
+    }
+    if rest.is_empty() {
+        return Err(bad("no host after '@'"));
+    }
+    parse_url_as(&format!("mysql://{s}"), &label)
+}
+
+fn parse_url_as(url: &str, label: &str) -> Result<UrlParts> {
+    let bad = |why: &str| {
+        Error::bad_input(format!(
+            "{label}: {why}; expected mysql://user:password@host:port/database"
         ))
     };
     let rest = url
@@ -390,9 +468,10 @@ pub fn resolve_with(
     prompt: &dyn Fn() -> Result<String>,
 ) -> Result<Target> {
     let cnf = option_file(a)?;
-    let url = match &a.url {
-        Some(u) => parse_url(u)?,
-        None => UrlParts::default(),
+    let url = match (&a.target, &a.url) {
+        (Some(t), _) => parse_target_arg(t)?,
+        (None, Some(u)) => parse_url(u)?,
+        (None, None) => UrlParts::default(),
     };
     let cnf_port = match cnf.get("port") {
         Some(p) => Some(p.parse::<u16>().map_err(|_| {
@@ -615,6 +694,27 @@ pub fn connect(a: &ConnArgs) -> Result<mysql::Conn> {
     connect_target(&resolve(a)?)
 }
 
+/// The mysql client's `-p`: a value only when attached (`-pSECRET`), never the next word.
+/// clap cannot attach an optional value to a short flag without `=`, so `-pSECRET` is
+/// rewritten to `--password=SECRET` before parsing (everything after `-p` verbatim, as the
+/// client takes it). Arguments after `--` stay as they are.
+pub fn mysql_style_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = false;
+    for a in args {
+        if rest || a == "--" {
+            rest = true;
+            out.push(a);
+            continue;
+        }
+        match a.to_str().and_then(|s| s.strip_prefix("-p")) {
+            Some(v) if !v.is_empty() => out.push(format!("--password={v}").into()),
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -749,7 +849,115 @@ mod tests {
         assert!(!m.contains_key("user") && !m.contains_key("port"));
     }
 
+    #[derive(clap::Parser)]
+    #[command(disable_help_flag = true)]
+    struct P {
+        #[command(flatten)]
+        c: ConnArgs,
+    }
+    fn parse(argv: &[&str]) -> ConnArgs {
+        use clap::Parser;
+        P::try_parse_from(std::iter::once("x").chain(argv.iter().copied()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+            .c
+    }
+    fn parse_raw(argv: &[&str]) -> ConnArgs {
+        let v = mysql_style_args(argv.iter().map(|s| s.into()).collect());
+        let v: Vec<String> = v.into_iter().map(|s| s.into_string().unwrap()).collect();
+        parse(&v.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn dash_p_like_the_mysql_client() {
+        assert_eq!(
+            parse_raw(&["-pSECRET"]).password,
+            Some(Some("SECRET".into()))
+        );
+        assert_eq!(
+            parse(&["--password=SECRET"]).password,
+            Some(Some("SECRET".into()))
+        );
+        // -p alone prompts; the next word is the server, never the password.
+        assert_eq!(parse_raw(&["-p=x"]).password, Some(Some("=x".into())));
+        let a = parse_raw(&["-p", "db1"]);
+        assert_eq!((a.password, a.target.as_deref()), (Some(None), Some("db1")));
+        let a = parse(&["--password", "db1:3307"]);
+        assert_eq!(
+            (a.password, a.target.as_deref()),
+            (Some(None), Some("db1:3307"))
+        );
+        let a = parse(&["-p", "-u", "bob"]);
+        assert_eq!((a.password, a.user.as_deref()), (Some(None), Some("bob")));
+    }
+
+    #[test]
+    fn positional_targets() {
+        let p = parse_target_arg("mysql://root@db1:3307/shop").unwrap();
+        assert_eq!(
+            (p.user.as_deref(), p.host.as_deref(), p.port),
+            (Some("root"), Some("db1"), Some(3307))
+        );
+        let p = parse_target_arg("monitor:pw@db2:3308").unwrap();
+        assert_eq!(
+            (
+                p.user.as_deref(),
+                p.password.as_deref(),
+                p.host.as_deref(),
+                p.port
+            ),
+            (Some("monitor"), Some("pw"), Some("db2"), Some(3308))
+        );
+        let p = parse_target_arg("db3").unwrap();
+        assert_eq!(
+            (p.user, p.host.as_deref(), p.port),
+            (None, Some("db3"), None)
+        );
+        let p = parse_target_arg("db3:3310/app").unwrap();
+        assert_eq!(
+            (p.host.as_deref(), p.port, p.database.as_deref()),
+            (Some("db3"), Some(3310), Some("app"))
+        );
+        let p = parse_target_arg("root@/run/mysqld/mysqld.sock").unwrap();
+        assert_eq!(
+            (p.user.as_deref(), p.socket),
+            (Some("root"), Some(PathBuf::from("/run/mysqld/mysqld.sock")))
+        );
+        let p = parse_target_arg("root@(/tmp/m.sock)").unwrap();
+        assert_eq!(p.socket, Some(PathBuf::from("/tmp/m.sock")));
+        let p = parse_target_arg("[::1]:3307").unwrap();
+        assert_eq!((p.host.as_deref(), p.port), (Some("::1"), Some(3307)));
+        for bad in [
+            "",
+            " ",
+            "root@",
+            "db:99999",
+            "a b",
+            "u:topsecret@h:x",
+            "u:topsecret",
+        ] {
+            let e = parse_target_arg(bad).unwrap_err();
+            assert!(matches!(e, Error::BadInput(_)), "{bad}");
+            assert!(!e.to_string().contains("topsecret"), "{e}");
+        }
+        // The positional feeds resolve like --url, flags still win.
+        let mut a = args();
+        a.target = Some("urluser@urlhost:3311".into());
+        a.port = Some(3312);
+        let t = resolve_with(&a, None, &no_prompt).unwrap();
+        assert_eq!(
+            (t.user.as_str(), t.host.as_str(), t.port),
+            ("urluser", "urlhost", 3312)
+        );
+        assert!(!format!("{a:?}").contains("urluser"));
+    }
+
     proptest::proptest! {
+        #[test]
+        fn target_parser_never_panics(u in "\\PC{0,80}") {
+            let _ = parse_target_arg(&u);
+            let _ = redact_target(&u);
+        }
+
         #[test]
         fn url_and_cnf_parsers_never_panic(u in "\\PC{0,80}", c in "[\\[\\]a-z_=\"' \n#-]{0,200}") {
             let _ = parse_url(&u);
