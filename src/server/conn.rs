@@ -1,14 +1,17 @@
-//! Connecting like every MySQL tool: `mysql://user:pass@host:port/db` URLs, the mysql client's
-//! flags (`-h -P -u -p -S -D`, `-p` without a value prompts), `--defaults-file` / `~/.my.cnf`
-//! `[client]`, `MYSQL_PWD`, TLS modes and timeouts.
+//! Connecting like every MySQL tool: a positional server (`mysql://user:pass@host:port/db`,
+//! `user@host:port`), the mysql client's flags (`-h -P -u -p -S -D`; `-p` takes a value only
+//! attached, alone it prompts), its option files (see [`super::optfile`]), `MYSQL_PWD`,
+//! `MYSQL_UNIX_PORT`, TLS modes and timeouts.
 //!
-//! Precedence, as in the mysql client: command-line flags > URL > option file > `MYSQL_PWD`.
+//! Precedence, as in the mysql client: command-line flags > URL > option files > `MYSQL_PWD`.
+//! With no host anywhere the client connects to `localhost`, i.e. the Unix socket: the one
+//! the option files name, else `MYSQL_UNIX_PORT`, else the usual socket paths; only when none
+//! of those exists does spinscope fall back to TCP 127.0.0.1:3306.
 //!
 //! Commands that flatten [`ConnArgs`] take `-h` for the host, so they must set
 //! `#[command(disable_help_flag = true)]` and declare their own `--help` (see `cli/doctor.rs`).
 //! No message, Debug output or capture ever contains the password.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,12 +63,18 @@ pub struct ConnArgs {
     /// Default database.
     #[arg(short = 'D', long)]
     pub database: Option<String>,
-    /// Read [client] options from this file only (instead of ~/.my.cnf).
-    #[arg(long, value_name = "FILE")]
+    /// Read options from this file only (instead of /etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_defaults")]
     pub defaults_file: Option<PathBuf>,
+    /// Read this option file too, after the global files and before ~/.my.cnf.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["no_defaults", "defaults_file"])]
+    pub defaults_extra_file: Option<PathBuf>,
     /// Read no option file.
     #[arg(long)]
     pub no_defaults: bool,
+    /// Print the connection options read from the option files (password hidden) and exit.
+    #[arg(long)]
+    pub print_defaults: bool,
     /// TLS mode.
     #[arg(long, value_enum, value_name = "MODE")]
     pub ssl_mode: Option<SslMode>,
@@ -398,60 +407,79 @@ fn parse_ssl_mode(v: &str) -> std::result::Result<SslMode, String> {
     })
 }
 
-/// The `[client]` (and `[spinscope]`) options of a my.cnf text, keys with `_` as `-`.
-pub fn parse_my_cnf(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut in_section = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty()
-            || line.starts_with('#')
-            || line.starts_with(';')
-            || line.starts_with('!')
-        {
-            continue;
+/// The option-file source these flags select.
+pub fn optfile_source(a: &ConnArgs) -> super::optfile::Source {
+    use super::optfile::Source;
+    if a.no_defaults {
+        Source::None
+    } else if let Some(f) = &a.defaults_file {
+        Source::Only(f.clone())
+    } else {
+        Source::Standard {
+            extra: a.defaults_extra_file.clone(),
         }
-        if let Some(sec) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            in_section = matches!(sec.trim(), "client" | "spinscope");
-            continue;
-        }
-        if !in_section {
-            continue;
-        }
-        let (k, v) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), v.trim()),
-            None => (line, ""),
-        };
-        let v = v
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(v);
-        out.insert(k.replace('_', "-").to_ascii_lowercase(), v.to_string());
     }
-    out
 }
 
-fn option_file(a: &ConnArgs) -> Result<BTreeMap<String, String>> {
-    if a.no_defaults {
-        return Ok(BTreeMap::new());
-    }
-    if let Some(f) = &a.defaults_file {
-        let text = std::fs::read_to_string(f).map_err(|e| {
-            Error::bad_input(format!(
-                "--defaults-file {}: cannot read it ({e})",
-                f.display()
-            ))
-        })?;
-        return Ok(parse_my_cnf(&text));
-    }
+fn option_files(a: &ConnArgs) -> Result<super::optfile::Options> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    match home.map(|h| h.join(".my.cnf")) {
-        Some(p) if p.is_file() => Ok(std::fs::read_to_string(&p)
-            .map(|t| parse_my_cnf(&t))
-            .unwrap_or_default()),
-        _ => Ok(BTreeMap::new()),
+    super::optfile::load(
+        &optfile_source(a),
+        home.as_deref(),
+        super::optfile::CLIENT_GROUPS,
+    )
+}
+
+/// The connection options the option files give, as `--name=value` words (the password
+/// shown as `*****`), like the mysql client's `--print-defaults`.
+pub fn print_defaults_text(a: &ConnArgs) -> Result<String> {
+    let o = option_files(a)?;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut words = Vec::new();
+    for e in &o.entries {
+        if !seen.insert(e.key.clone()) {
+            // The client prints every occurrence; one per option (the last wins) reads better.
+            words.retain(|(k, _): &(String, String)| k != &e.key);
+        }
+        let w = match (&e.value, e.key.as_str()) {
+            (Some(_), "password") => "--password=*****".to_string(),
+            (Some(v), k) => format!("--{k}={v}"),
+            (None, k) => format!("--{k}"),
+        };
+        words.push((e.key.clone(), w));
     }
+    let files = if o.files.is_empty() {
+        "(none)".to_string()
+    } else {
+        o.files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Ok(format!(
+        "spinscope would have been started with the following arguments:\n{}\n(option files read: {files})\n",
+        words.into_iter().map(|(_, w)| w).collect::<Vec<_>>().join(" ")
+    ))
+}
+
+/// The socket the mysql client would use for `localhost` when no option names one.
+fn default_socket(env_socket: Option<PathBuf>) -> Option<PathBuf> {
+    if env_socket.is_some() {
+        return env_socket;
+    }
+    [
+        "/run/mysqld/mysqld.sock",
+        "/var/run/mysqld/mysqld.sock",
+        "/var/lib/mysql/mysql.sock",
+        "/tmp/mysql.sock",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(p).is_ok_and(|m| m.file_type().is_socket())
+    })
 }
 
 fn login_name() -> String {
@@ -467,56 +495,76 @@ pub fn resolve_with(
     env_pwd: Option<String>,
     prompt: &dyn Fn() -> Result<String>,
 ) -> Result<Target> {
-    let cnf = option_file(a)?;
+    resolve_env(a, env_pwd, None, prompt)
+}
+
+/// [`resolve_with`] with `MYSQL_UNIX_PORT` given: the default socket for `localhost` comes
+/// from it (or the usual paths when `None`).
+pub fn resolve_env(
+    a: &ConnArgs,
+    env_pwd: Option<String>,
+    env_socket: Option<PathBuf>,
+    prompt: &dyn Fn() -> Result<String>,
+) -> Result<Target> {
+    let opts = option_files(a)?;
+    let cnf = |k: &str| opts.value(k).map(str::to_string);
     let url = match (&a.target, &a.url) {
         (Some(t), _) => parse_target_arg(t)?,
         (None, Some(u)) => parse_url(u)?,
         (None, None) => UrlParts::default(),
     };
-    let cnf_port = match cnf.get("port") {
-        Some(p) => Some(p.parse::<u16>().map_err(|_| {
+    let cnf_port = match cnf("port") {
+        Some(p) => Some(p.parse::<u16>().ok().filter(|&v| v > 0).ok_or_else(|| {
             Error::bad_input(format!(
-                "option file [client] port={p:?}: not a port number"
+                "option file {}: port={p:?} is not a port number in 1..=65535",
+                opts.origin("port")
             ))
         })?),
         None => None,
     };
-    let cnf_ssl = match cnf.get("ssl-mode") {
-        Some(m) => Some(
-            parse_ssl_mode(m).map_err(|e| Error::bad_input(format!("option file [client] {e}")))?,
-        ),
+    let cnf_ssl = match cnf("ssl-mode") {
+        Some(m) => Some(parse_ssl_mode(&m).map_err(|e| {
+            Error::bad_input(format!("option file {}: {e}", opts.origin("ssl-mode")))
+        })?),
         None => None,
     };
     let password = match &a.password {
         Some(Some(p)) => Some(p.clone()),
         Some(None) => Some(prompt()?),
-        None => url
-            .password
-            .clone()
-            .or_else(|| cnf.get("password").cloned())
-            .or(env_pwd),
+        None => match url.password.clone() {
+            Some(p) => Some(p),
+            // A bare `password` line in an option file asks, as the client does.
+            None => match opts.get("password") {
+                Some(Some(p)) => Some(p.to_string()),
+                Some(None) => Some(prompt()?),
+                None => env_pwd,
+            },
+        },
     };
-    let host = a
-        .host
-        .clone()
-        .or(url.host)
-        .or_else(|| cnf.get("host").cloned());
+    let host = a.host.clone().or(url.host).or_else(|| cnf("host"));
+    let tcp_protocol = cnf("protocol").is_some_and(|p| p.eq_ignore_ascii_case("tcp"));
     let socket = a
         .socket
         .clone()
         .or(url.socket)
-        .or_else(|| cnf.get("socket").map(PathBuf::from));
-    // The mysql client: host "localhost" (or none) means the socket; any other host means TCP.
-    let explicit_tcp = host.as_deref().is_some_and(|h| h != "localhost") || a.port.is_some();
-    let socket = if a.socket.is_some() || !explicit_tcp {
+        .or_else(|| cnf("socket").map(PathBuf::from));
+    // The mysql client: host "localhost" (or none) means the socket; any other host, a port
+    // on the command line or protocol=tcp means TCP.
+    let explicit_tcp = host.as_deref().is_some_and(|h| h != "localhost")
+        || a.port.is_some()
+        || url.port.is_some()
+        || tcp_protocol;
+    let socket = if a.socket.is_some() {
         socket
-    } else {
+    } else if explicit_tcp {
         None
+    } else {
+        socket.or_else(|| default_socket(env_socket))
     };
     let ssl_ca = a
         .ssl_ca
         .clone()
-        .or_else(|| cnf.get("ssl-ca").map(PathBuf::from));
+        .or_else(|| cnf("ssl-ca").map(PathBuf::from));
     let ssl_mode = a.ssl_mode.or(url.ssl_mode).or(cnf_ssl).unwrap_or_default();
     if matches!(ssl_mode, SslMode::VerifyCa | SslMode::VerifyIdentity) && ssl_ca.is_none() {
         return Err(Error::bad_input(
@@ -548,14 +596,14 @@ pub fn resolve_with(
             .user
             .clone()
             .or(url.user)
-            .or_else(|| cnf.get("user").cloned())
+            .or_else(|| cnf("user"))
             .unwrap_or_else(login_name),
         password,
         database: a
             .database
             .clone()
             .or(url.database)
-            .or_else(|| cnf.get("database").cloned()),
+            .or_else(|| cnf("database")),
         ssl_mode,
         ssl_ca,
         connect_timeout: Duration::from_secs(a.connect_timeout),
@@ -573,8 +621,19 @@ fn tty_prompt() -> Result<String> {
 }
 
 /// Merge the connection options as the mysql client does, prompting for `-p` on the terminal.
+/// `--print-defaults` prints the option-file values and ends the process (exit 0), as the
+/// client does.
 pub fn resolve(a: &ConnArgs) -> Result<Target> {
-    resolve_with(a, std::env::var("MYSQL_PWD").ok(), &tty_prompt)
+    if a.print_defaults {
+        print!("{}", print_defaults_text(a)?);
+        std::process::exit(crate::error::EXIT_OK);
+    }
+    resolve_env(
+        a,
+        std::env::var("MYSQL_PWD").ok(),
+        std::env::var_os("MYSQL_UNIX_PORT").map(PathBuf::from),
+        &tty_prompt,
+    )
 }
 
 fn opts(t: &Target, tls: bool) -> mysql::OptsBuilder {
@@ -841,14 +900,6 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn my_cnf_sections() {
-        let m =
-            parse_my_cnf("[mysql]\nuser=x\n[client]\nssl_mode = REQUIRED\n# c\n[mysqld]\nport=1\n");
-        assert_eq!(m.get("ssl-mode").map(String::as_str), Some("REQUIRED"));
-        assert!(!m.contains_key("user") && !m.contains_key("port"));
-    }
-
     #[derive(clap::Parser)]
     #[command(disable_help_flag = true)]
     struct P {
@@ -962,7 +1013,7 @@ mod tests {
         fn url_and_cnf_parsers_never_panic(u in "\\PC{0,80}", c in "[\\[\\]a-z_=\"' \n#-]{0,200}") {
             let _ = parse_url(&u);
             let _ = parse_url(&format!("mysql://{u}"));
-            let _ = parse_my_cnf(&c);
+            let _ = super::super::optfile::parse_text(&c, std::path::Path::new("/nonexistent/x.cnf"), super::super::optfile::CLIENT_GROUPS);
             let _ = redact_url(&u);
         }
 

@@ -6,5 +6,6 @@ pub mod collect;
 pub mod conn;
 pub mod host;
 pub mod live_settings;
+pub mod optfile;
 pub mod parse;
 pub mod snapshot;
