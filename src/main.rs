@@ -26,13 +26,28 @@ fn main() {
         .map(|(_, a)| a)
         .collect();
     spinscope::journal::set_command(&cmd.join(" "));
-    let cli = Cli::parse_from(args);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp
+            | clap::error::ErrorKind::DisplayVersion
+            | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                eprintln!(
+                    "spinscope: error: {}",
+                    spinscope::cli::usage_error_line(&e, &cmd.join(" "))
+                );
+                std::process::exit(spinscope::error::EXIT_BAD_INPUT);
+            }
+        },
+    };
     quiet_on_closed_stdout();
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| spinscope::cli::run(cli)));
     let code = match run {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            eprintln!("spinscope: error: {e}");
+            let msg = spinscope::server::conn::plain_error_text(&e.to_string());
+            eprintln!("spinscope: error: {msg}");
             e.exit_code()
         }
         // The reader went away (`| head`): it has what it wanted, so end quietly, as ripgrep does.

@@ -83,3 +83,60 @@ fn a_closed_stdout_ends_quietly() {
         assert_eq!(code, Some(0), "{args:?}: {err}");
     }
 }
+
+fn stderr_of(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spinscope"))
+        .args(args)
+        .env_remove("MYSQL_PWD")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn usage_errors_are_one_line_without_secrets() {
+    for (args, want) in [
+        (&["frobnicate"][..], "see 'spinscope --help'"),
+        (
+            &["sweep", "run", "--bogus"][..],
+            "see 'spinscope sweep run --help'",
+        ),
+        (
+            &["spin", "--flavor", "xx", "--server", "8.0.1"][..],
+            "possible values: mysql, percona, mariadb",
+        ),
+        (&["doctor", "--window"][..], "see 'spinscope doctor --help'"),
+        (
+            &["restore", "u:hunter2@h", "v:hunter2@h"][..],
+            "unexpected argument",
+        ),
+    ] {
+        let (code, err) = stderr_of(args);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.contains("[Warning]")).collect();
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].starts_with("spinscope: error: "), "{err}");
+        assert!(lines[0].contains(want), "{args:?}: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+}
+
+#[test]
+fn dash_p_then_a_word_prompts_and_the_word_is_the_server() {
+    if std::fs::File::open("/dev/tty").is_ok() {
+        return; // with a terminal the prompt would wait for a person (unit-tested in conn.rs)
+    }
+    // The mysql client prompts for `-p WORD`; WORD is not the password. Here it is the
+    // positional server, and with no terminal the prompt fails before any connection.
+    let (code, err) = stderr_of(&["restore", "--no-defaults", "-p", "root@/nonexistent/s.sock"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no terminal"), "{err}");
+    assert!(
+        !err.contains("[Warning]"),
+        "a word after -p is no password: {err}"
+    );
+}

@@ -86,6 +86,76 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
+/// A clap parse error as one line: clap's message, its tips and possible values, and which
+/// `--help` to read (`cmd`: the command words, e.g. "sweep run"), with any quoted value that
+/// could hold a password (a URL or `user:pw@host`) redacted.
+pub fn usage_error_line(e: &clap::Error, cmd: &str) -> String {
+    let text = e.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    let mut in_usage = false;
+    for l in text.lines().map(str::trim) {
+        if l.starts_with("Usage:") {
+            in_usage = true;
+            continue;
+        }
+        if l.is_empty() {
+            in_usage = false;
+            continue;
+        }
+        if in_usage || l.starts_with("For more information") {
+            continue;
+        }
+        let l = l
+            .trim_start_matches("error:")
+            .trim_start_matches("tip:")
+            .trim();
+        parts.push(l.to_string());
+    }
+    if parts.is_empty() {
+        parts.push("bad command line".to_string());
+    }
+    // Only words that name real (sub)commands.
+    let mut c = Cli::command();
+    let mut known = Vec::new();
+    for w in cmd.split_whitespace() {
+        match c.find_subcommand(w) {
+            Some(sc) => {
+                known.push(w);
+                c = sc.clone();
+            }
+            None => break,
+        }
+    }
+    let cmd = known.join(" ");
+    let help = if cmd.is_empty() {
+        "spinscope --help".to_string()
+    } else {
+        format!("spinscope {cmd} --help")
+    };
+    redact_quoted(&format!("{}; see '{help}'", parts.join("; ")))
+}
+
+/// Replace each quoted value that looks like a server with a password by its redacted form.
+fn redact_quoted(s: &str) -> String {
+    let parts: Vec<&str> = s.split('\'').collect();
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i % 2 == 1 && (p.contains('@') || p.contains("://") || p.starts_with("--password")) {
+                if p.starts_with("--password") || p.starts_with("-p") {
+                    "--password=***".to_string()
+                } else {
+                    crate::server::conn::redact_target(p)
+                }
+            } else {
+                p.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("'")
+}
+
 fn write_man_pages(dir: &std::path::Path) -> Result<()> {
     use crate::Error;
     std::fs::create_dir_all(dir).map_err(|e| {

@@ -34,6 +34,48 @@ pub enum SslMode {
     VerifyIdentity,
 }
 
+impl SslMode {
+    /// The name as the mysql client spells it (`VERIFY_CA`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SslMode::Disabled => "DISABLED",
+            SslMode::Preferred => "PREFERRED",
+            SslMode::Required => "REQUIRED",
+            SslMode::VerifyCa => "VERIFY_CA",
+            SslMode::VerifyIdentity => "VERIFY_IDENTITY",
+        }
+    }
+}
+
+/// The mysql crate's error text without its Rust wrappers: `IoError { msg }`,
+/// `CodecError { msg }`, `DriverError { msg }`, `MySqlError { ERROR 1 (x): msg }` become
+/// `msg`. Applied to every error message before it is printed.
+pub fn plain_error_text(s: &str) -> String {
+    let mut out = s.to_string();
+    for w in [
+        "IoError",
+        "CodecError",
+        "MySqlError",
+        "DriverError",
+        "UrlError",
+        "TlsError",
+        "FromValueError",
+        "FromRowError",
+    ] {
+        let open = format!("{w} {{ ");
+        while let Some(i) = out.find(&open) {
+            // The matching " }": the last one after the opening (wrappers nest at most once).
+            let body_start = i + open.len();
+            let Some(rel) = out[body_start..].rfind(" }") else {
+                break;
+            };
+            let body = out[body_start..body_start + rel].to_string();
+            out.replace_range(i..body_start + rel + 2, &body);
+        }
+    }
+    out
+}
+
 /// How to reach the server. Flatten into a command with `#[command(flatten)]`.
 #[derive(Clone, Default, clap::Args)]
 pub struct ConnArgs {
@@ -696,8 +738,8 @@ pub fn explain(t: &Target, e: &mysql::Error) -> Error {
             t.connect_timeout.as_secs()
         ),
         mysql::Error::DriverError(mysql::DriverError::TlsNotSupported) => format!(
-            "{at} does not offer TLS but --ssl-mode {:?} requires it; use --ssl-mode PREFERRED or DISABLED, or enable TLS on the server",
-            t.ssl_mode
+            "{at} does not offer TLS but --ssl-mode {} requires it; use --ssl-mode PREFERRED or DISABLED, or enable TLS on the server",
+            t.ssl_mode.name()
         ),
         mysql::Error::TlsError(te) => format!(
             "TLS with {at} failed: {te}; check --ssl-ca and --ssl-mode"
@@ -706,7 +748,14 @@ pub fn explain(t: &Target, e: &mysql::Error) -> Error {
             "TLS with {at} failed: the server certificate was rejected ({}); check --ssl-ca and --ssl-mode",
             other.to_string().split('`').nth(1).unwrap_or("invalid certificate")
         ),
-        other => format!("connection to {at} failed: {}", strip_password(&other.to_string(), t)),
+        mysql::Error::CodecError(c) => format!(
+            "the connection to {at} broke: {}; check that the server still runs and the network",
+            plain_error_text(&c.to_string())
+        ),
+        other => format!(
+            "connection to {at} failed: {}",
+            plain_error_text(&strip_password(&other.to_string(), t))
+        ),
     };
     Error::runtime(strip_password(&msg, t))
 }
@@ -939,6 +988,31 @@ mod tests {
         );
         let a = parse(&["-p", "-u", "bob"]);
         assert_eq!((a.password, a.user.as_deref()), (Some(None), Some("bob")));
+    }
+
+    #[test]
+    fn no_rust_forms_in_error_text() {
+        assert_eq!(
+            plain_error_text("x: CodecError { IO error: broken pipe (os error 32) }; y"),
+            "x: IO error: broken pipe (os error 32); y"
+        );
+        assert_eq!(plain_error_text("DriverError { a { b } }"), "a { b }");
+        assert_eq!(SslMode::VerifyCa.name(), "VERIFY_CA");
+        let t = resolve_with(&args(), None, &no_prompt).unwrap();
+        let e = explain(
+            &t,
+            &mysql::Error::DriverError(mysql::DriverError::TlsNotSupported),
+        );
+        assert!(
+            !e.to_string().contains("Required") && !e.to_string().contains("Preferred"),
+            "{e}"
+        );
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "broken pipe");
+        let e = explain(&t, &mysql::Error::CodecError(io.into())).to_string();
+        assert!(
+            !e.contains("CodecError") && e.contains("broken pipe"),
+            "{e}"
+        );
     }
 
     #[test]
