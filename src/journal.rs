@@ -359,6 +359,30 @@ pub fn close(id: &str) {
     }
 }
 
+/// Where changes left set on purpose (`tune --apply`) are logged: `applied/` beside the open
+/// records, never read as open changes.
+pub fn applied_dir() -> Option<PathBuf> {
+    dir().map(|d| d.join("applied"))
+}
+
+/// A change left set on purpose: the record (with its original value and the statements that
+/// undo it) is written to [`applied_dir`] durably, then closed as an open change.
+pub fn mark_intended(rec: &Record) -> Result<PathBuf> {
+    let d = journal_dir()?.join("applied");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&d)
+        .map_err(|e| Error::runtime(format!("cannot create {} ({e})", d.display())))?;
+    let text = serde_json::to_vec_pretty(rec)
+        .map_err(|e| Error::runtime(format!("serializing a journal record: {e}")))?;
+    let path = record_path(&d, &rec.id);
+    crate::files::write_atomic_mode(&path, &text, 0o600)
+        .map_err(|e| Error::runtime(format!("cannot write {} ({e})", path.display())))?;
+    close(&rec.id);
+    Ok(path)
+}
+
 /// Every open record on this host (unreadable files are skipped).
 pub fn list() -> Vec<Record> {
     let Some(d) = dir() else { return Vec::new() };

@@ -18,5 +18,6 @@ pub mod profile;
 pub mod report;
 pub mod server;
 pub mod spin;
+pub mod tune;
 
 pub use error::{Error, Result};

@@ -12,6 +12,7 @@ pub mod profile;
 pub mod restore;
 pub mod spin;
 pub mod sweep;
+pub mod tune;
 
 /// Long help shown under `spinscope --help`.
 const ABOUT: &str = "Turn InnoDB spin-wait settings into time on your CPU, and measure the rest.";
@@ -45,6 +46,8 @@ pub enum Command {
     Profile(profile::ProfileArgs),
     /// Drive load at rising concurrency: the knee, the USL fit, and A/B of settings with a verdict.
     Sweep(sweep::SweepArgs),
+    /// Search the spin settings on your workload under noise; recommend only what is proven.
+    Tune(tune::TuneArgs),
     /// Put back what spinscope left changed on a server (from its durable change journal).
     Restore(restore::RestoreArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -70,6 +73,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Lab(a) => lab::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Sweep(a) => sweep::run(a),
+        Command::Tune(a) => tune::run(a),
         Command::Restore(a) => restore::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();

@@ -514,6 +514,67 @@ impl SettingsGuard {
         }
     }
 
+    /// Leave the values set now on purpose (`tune --apply`): a variable still at its original
+    /// value closes like a restore; every other record moves to the journal's log of intended
+    /// changes (`journal::mark_intended`) instead of staying open, and nothing is restored on
+    /// drop.
+    pub fn keep(&mut self) -> Vec<Changed> {
+        if self.done {
+            return self.changed.clone();
+        }
+        self.done = true;
+        for i in 0..self.changed.len() {
+            let (var, orig) = (
+                self.changed[i].variable.clone(),
+                self.changed[i].original.clone(),
+            );
+            let now = self.read(&var);
+            let Some(rec) = self.records.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            let note = match now {
+                Ok(v) if journal::same_value(&v, &orig) => {
+                    journal::close(&rec.id);
+                    self.changed[i].restored = true;
+                    format!("{var} = {} (unchanged)", plain(&orig))
+                }
+                Ok(v) => match journal::mark_intended(&rec) {
+                    Ok(path) => format!(
+                        "left {var} = {} (was {}; --apply): logged as an intended change in {}",
+                        plain(&v),
+                        plain(&orig),
+                        path.display()
+                    ),
+                    Err(e) => {
+                        self.records[i] = Some(rec.clone());
+                        format!(
+                            "left {var} = {} but {e}; the journal record stays open",
+                            plain(&v)
+                        )
+                    }
+                },
+                Err(e) => {
+                    self.records[i] = Some(rec.clone());
+                    format!("could not read {var} back ({e}); the journal record stays open")
+                }
+            };
+            if self.records[i].is_none() {
+                if let Some(c) = self.conn.as_mut() {
+                    journal::delete_server_copy(c, &rec);
+                }
+            }
+            eprintln!("spinscope: {note}");
+            self.changed[i].note = note;
+        }
+        let locks = std::mem::take(&mut self.locks);
+        if let Some(c) = self.conn.as_mut() {
+            for l in &locks {
+                let _ = c.exec_drop("DO RELEASE_LOCK(?)", (l,));
+            }
+        }
+        self.changed.clone()
+    }
+
     pub fn changed(&self) -> &[Changed] {
         &self.changed
     }

@@ -1,0 +1,147 @@
+//! `spinscope tune` (issue 16): search the spin settings on the user's workload under noise and
+//! recommend only what is proven. The search is in `crate::tune`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
+use crate::load::schema;
+use crate::load::workload::{parse_sql_file, Kind};
+use crate::server::conn::{self as server_conn, ConnArgs};
+use crate::tune::args::{parse_budget, parse_pct};
+use crate::tune::doc::render;
+use crate::tune::engine::{self, TunePlan};
+
+const AFTER_HELP: &str = "Candidates: the current settings (always), the spin model's advice for the CPU (--probe FILE, or a quick probe when the server is local), the version's defaults, and a coarse log-spaced grid over each legal knob (MariaDB: innodb_spin_wait_delay, innodb_sync_spin_loops; MySQL/Percona 8.0.16+ also innodb_spin_wait_pause_multiplier).\n\nMethod: racing. Every remaining candidate is measured once per round, in rotated order; a candidate significantly slower than the leader leaves the race; the budget goes to the rest. The decision changes the settings only when the leader beats the current settings by Welch's interval at 1-0.05/m (m candidates) and its mean p99 stays within --max-p99-increase; otherwise: keep current settings. Every change is journaled before it is made and put back at the end, on error and on a signal; --apply leaves the winner set and logs it as an intended change.\n\nExample:\n  spinscope sweep prepare --socket /run/mysqld/mysqld.sock --tables 4 --table-size 100000\n  spinscope tune --socket /run/mysqld/mysqld.sock --workload write-only --threads 16 --budget 10m";
+
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true, after_help = AFTER_HELP)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Print help (-h is the host, as in the mysql client).
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Scratch schema made by `sweep prepare`.
+    #[arg(long, default_value = "spinscope")]
+    pub schema: String,
+    /// point-select, read-only, write-only or read-write (sysbench's oltp mixes).
+    #[arg(long, default_value = "write-only")]
+    pub workload: String,
+    /// Run the statements of FILE instead of a built-in workload (as `sweep run --sql`).
+    #[arg(long, value_name = "FILE")]
+    pub sql: Option<PathBuf>,
+    /// Client connections (default: the knee of a quick ladder 1..32 at the current settings).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Time for the whole search, e.g. 90s, 10m, 1h.
+    #[arg(long, default_value = "10m")]
+    pub budget: String,
+    /// A winner's mean p99 may exceed the current settings' by at most this much.
+    #[arg(long, default_value = "10%")]
+    pub max_p99_increase: String,
+    /// Leave the winner set (only when it is significantly better); logged in the journal as
+    /// an intended change.
+    #[arg(long)]
+    pub apply: bool,
+    /// Warm-up of each measurement, seconds (not counted).
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Measured period of each measurement, seconds (2 or more).
+    #[arg(long, default_value_t = 3.0)]
+    pub duration: f64,
+    /// Most candidates raced (the current settings included).
+    #[arg(long, default_value_t = 8)]
+    pub max_candidates: usize,
+    /// CPU figure for the spin model: a file from `spinscope probe --save`.
+    #[arg(long, value_name = "FILE")]
+    pub probe: Option<PathBuf>,
+    /// Print the spinscope.tune/1 JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Save the JSON document to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Seed of the clients' random numbers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+fn secs(flag: &str, v: f64, min: f64, max: f64) -> Result<Duration> {
+    if !(v.is_finite() && v >= min && v <= max) {
+        return Err(Error::bad_input(format!(
+            "{flag} {v}: use seconds from {min} to {max}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn plan(a: &TuneArgs) -> Result<TunePlan> {
+    let (kind, custom) = match &a.sql {
+        Some(path) => {
+            let text = crate::files::read_capped(path, 16 << 20, "--sql")?;
+            (
+                Kind::Custom,
+                parse_sql_file(&text)
+                    .map_err(|e| Error::bad_input(format!("--sql {}: {e}", path.display())))?,
+            )
+        }
+        None => (
+            Kind::parse(&a.workload).map_err(Error::bad_input)?,
+            Vec::new(),
+        ),
+    };
+    if let Some(t) = a.threads {
+        if t == 0 || t > 1024 {
+            return Err(Error::bad_input(format!("--threads {t}: use 1..=1024")));
+        }
+    }
+    if !(2..=50).contains(&a.max_candidates) {
+        return Err(Error::bad_input(format!(
+            "--max-candidates {}: use 2..=50",
+            a.max_candidates
+        )));
+    }
+    schema::check_schema_name(&a.schema)?;
+    Ok(TunePlan {
+        schema: a.schema.clone(),
+        kind,
+        custom,
+        threads: a.threads,
+        budget: parse_budget(&a.budget).map_err(Error::bad_input)?,
+        warmup: secs("--warmup", a.warmup, 0.0, 600.0)?,
+        duration: secs("--duration", a.duration, 2.0, 3600.0)?,
+        max_p99_increase_pct: parse_pct(&a.max_p99_increase).map_err(Error::bad_input)?,
+        max_candidates: a.max_candidates,
+        apply: a.apply,
+        probe: a.probe.clone(),
+        seed: a.seed,
+    })
+}
+
+pub fn run(a: TuneArgs) -> Result<i32> {
+    let plan = plan(&a)?;
+    if let Some(p) = &a.save {
+        crate::files::check_output(p, "--save")?;
+    }
+    let target = server_conn::resolve(&a.conn)?;
+    let doc = engine::run(&plan, &target)?;
+    if let Some(p) = &a.save {
+        crate::files::write_atomic(
+            p,
+            (crate::report::to_json(&doc)? + "\n").as_bytes(),
+            "--save",
+            true,
+        )?;
+    }
+    if a.json {
+        crate::report::print_json(&doc)?;
+    } else {
+        print!("{}", render(&doc));
+    }
+    Ok(if doc.interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
+}

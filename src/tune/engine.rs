@@ -1,0 +1,435 @@
+//! The real search: candidates measured on a server through the sweep's driver
+//! (`load::driver::run_step`) and settings guard (`load::guard::SettingsGuard`: every change
+//! journaled before it is made, restored at the end, on error and on a signal). The measuring is
+//! behind [`Measure`] so the race does not care how one candidate is measured.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+
+use super::candidates::{changes, generate, Candidate};
+use super::doc::{model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
+use super::race::{self, Race, RaceConfig, Sample};
+use crate::analysis::knee::{find_knee, StepPoint};
+use crate::analysis::validity::{invalid_reason, StepHealth};
+use crate::error::{Error, Result};
+use crate::load::driver::{run_step, ServerProbe, StepConfig};
+use crate::load::guard::SettingsGuard;
+use crate::load::spec::{Setting, Variant};
+use crate::load::workload::{Kind, Mix, Workload};
+use crate::load::{self, schema, Connector};
+use crate::server::conn::{self as server_conn, Target};
+use crate::spin::model::{default_settings, family_for, settings_from_vars, FamilyInfo, Settings};
+
+/// Measure one candidate once at `threads` for the plan's warm-up and duration; None when a
+/// stop was requested.
+pub trait Measure {
+    fn measure(&mut self, cand: &Candidate, threads: u32) -> Result<Option<Sample>>;
+}
+
+/// What the command line asked for.
+#[derive(Debug, Clone)]
+pub struct TunePlan {
+    pub schema: String,
+    pub kind: Kind,
+    pub custom: Vec<load::workload::CustomStmt>,
+    pub threads: Option<u32>,
+    pub budget: Duration,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub max_p99_increase_pct: f64,
+    pub max_candidates: usize,
+    pub apply: bool,
+    pub probe: Option<PathBuf>,
+    pub seed: u64,
+}
+
+/// Per-step validity read around it, as the sweep does.
+struct ServerMeasure<'a> {
+    plan: &'a TunePlan,
+    info: FamilyInfo,
+    current: Settings,
+    wl: Workload,
+    clients: Connector,
+    guard: &'a mut SettingsGuard,
+    probe: ServerProbe,
+    stop: Arc<AtomicBool>,
+    n: u64,
+}
+
+fn variant(info: &FamilyInfo, current: &Settings, c: &Candidate) -> Variant {
+    Variant {
+        name: c.name.clone(),
+        settings: changes(info, current, &c.settings)
+            .into_iter()
+            .map(|(variable, v)| Setting {
+                variable,
+                value: v.to_string(),
+            })
+            .collect(),
+    }
+}
+
+impl Measure for ServerMeasure<'_> {
+    fn measure(&mut self, cand: &Candidate, threads: u32) -> Result<Option<Sample>> {
+        if load::stopped(&self.stop) {
+            return Ok(None);
+        }
+        let v = variant(&self.info, &self.current, cand);
+        let applied = self.guard.apply(&v)?;
+        self.n += 1;
+        let cfg = StepConfig {
+            threads,
+            warmup: self.plan.warmup,
+            duration: self.plan.duration,
+            rate: None,
+            report_interval: None,
+            label: format!("{} #{}", cand.name, self.n),
+            seed: self.plan.seed ^ self.n << 8,
+        };
+        let before = self.probe.uptime().ok();
+        let t0 = Instant::now();
+        let o = run_step(&cfg, &self.wl, &self.clients, &self.stop)?;
+        if o.interrupted {
+            return Ok(None);
+        }
+        let mut h = StepHealth {
+            txns: o.txns,
+            errors: o.errors.values().sum(),
+            first_error: o.first_error.clone(),
+            ..Default::default()
+        };
+        match self.probe.uptime() {
+            Ok(after) => h.uptime = before.map(|b| (b, after, t0.elapsed().as_secs_f64())),
+            Err(e) => h.unreadable = Some(format!("Uptime: {e}")),
+        }
+        for s in &applied {
+            let after = self.probe.global(&s.variable).unwrap_or_else(|e| {
+                h.unreadable = Some(format!("@@GLOBAL.{}: {e}", s.variable));
+                "unreadable".into()
+            });
+            h.settings
+                .push((s.variable.clone(), s.value.clone(), after));
+        }
+        let p99 = if o.hist.is_empty() {
+            0.0
+        } else {
+            o.hist.value_at_quantile(0.99) as f64
+        };
+        Ok(Some(Sample {
+            windows_tps: o.windows_tps,
+            p99_us: p99,
+            invalid: invalid_reason(&h),
+        }))
+    }
+}
+
+/// Connections as the sweep opens them: options resolved once, one connection per client.
+fn connector(target: &Target, db: Option<&str>) -> Connector {
+    let target = target.clone();
+    let db = db.map(str::to_string);
+    Arc::new(move || {
+        let mut c = if db.is_some() {
+            server_conn::connect_target_with(&target, |b| b.stmt_cache_size(0))?
+        } else {
+            server_conn::connect_target(&target)?
+        };
+        if let Some(db) = &db {
+            c.select_db(db)
+                .map_err(|e| Error::runtime(format!("USE {db}: {}", load::describe_error(&e).1)))?;
+        }
+        Ok(c)
+    })
+}
+
+/// The spin model's advice for the CPU: the settings whose longest spin matches what the
+/// version's defaults spin on the CPU they were designed for.
+fn model_advice(
+    info: &FamilyInfo,
+    current: &Settings,
+    plan: &TunePlan,
+    target: &Target,
+) -> Result<(Option<Settings>, Option<String>, String)> {
+    let cpu = match &plan.probe {
+        Some(p) => {
+            let r = crate::cpu::load_probe_file(p)?;
+            Some(crate::cpu::cpu_model(
+                &r,
+                &format!("--probe {}", p.display()),
+            ))
+        }
+        None if target.is_local() => {
+            eprintln!(
+                "spinscope: probing this CPU for the spin model (quick probe; the server is local)"
+            );
+            let r = crate::cpu::probe_current_cpu_quick()?;
+            Some(crate::cpu::cpu_model(&r, "quick probe of this machine"))
+        }
+        None => None,
+    };
+    let Some(cpu) = cpu else {
+        return Ok((
+            None,
+            None,
+            "no CPU figure (the server is remote): pass --probe FILE saved by `spinscope probe --save` on the server's host".into(),
+        ));
+    };
+    let design = crate::spin::doc::vs_design(info, &default_settings(info), &cpu);
+    let rec = crate::spin::advice::recommend(info, current, &cpu, design.design_max_spin_ns);
+    Ok((
+        Some(rec.settings),
+        Some(cpu.label.clone()),
+        format!(
+            "longest spin {} like the defaults on {}",
+            crate::report::fmt_ns(design.design_max_spin_ns),
+            design.design_cpu
+        ),
+    ))
+}
+
+/// The default concurrency: the knee of a quick ladder at the current settings.
+fn quick_knee(
+    wl: &Workload,
+    clients: &Connector,
+    stop: &AtomicBool,
+    seed: u64,
+) -> Result<(u32, String)> {
+    let mut pts = Vec::new();
+    let mut steps = Vec::new();
+    for threads in [1u32, 2, 4, 8, 16, 32] {
+        if load::stopped(stop) {
+            break;
+        }
+        let cfg = StepConfig {
+            threads,
+            warmup: Duration::from_millis(500),
+            duration: Duration::from_secs(2),
+            rate: None,
+            report_interval: None,
+            label: format!("ladder {threads}"),
+            seed,
+        };
+        let o = run_step(&cfg, wl, clients, stop)?;
+        let tps = o.txns as f64 / o.elapsed_s.max(1e-9);
+        let p99 = if o.hist.is_empty() {
+            0.0
+        } else {
+            o.hist.value_at_quantile(0.99) as f64
+        };
+        eprintln!(
+            "spinscope: ladder: {threads} threads {tps:.0} tps, p99 {:.1} ms",
+            p99 / 1000.0
+        );
+        steps.push(format!("{threads}:{tps:.0}"));
+        pts.push(StepPoint {
+            threads: f64::from(threads),
+            tps,
+            lat_us: p99,
+            p99_us: p99,
+        });
+        if find_knee(&pts, None).saturation_threads.is_some() {
+            break;
+        }
+    }
+    let k = find_knee(&pts, None);
+    let n = k
+        .saturation_threads
+        .or_else(|| {
+            pts.iter()
+                .max_by(|a, b| a.tps.total_cmp(&b.tps))
+                .map(|p| p.threads)
+        })
+        .unwrap_or(1.0) as u32;
+    Ok((
+        n,
+        format!(
+            "the knee of a quick ladder at the current settings (threads:tps {}); pass --threads to choose",
+            steps.join(" ")
+        ),
+    ))
+}
+
+/// Run `tune` against `target`. Returns the document; settings are restored (or the winner
+/// left set with `--apply`) before it returns, on every path.
+pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
+    let admin_connect = connector(target, None);
+    let mut admin = admin_connect()?;
+    let version: String = admin
+        .query_first("SELECT VERSION()")
+        .map_err(|e| Error::runtime(format!("SELECT VERSION(): {}", load::describe_error(&e).1)))?
+        .unwrap_or_default();
+    let sv = crate::spin::version::parse_version(&version, None)?;
+    let info = family_for(&sv);
+    let vars: Vec<(String, String)> = admin
+        .query("SHOW GLOBAL VARIABLES LIKE 'innodb_s%'")
+        .map_err(|e| {
+            Error::runtime(format!(
+                "SHOW GLOBAL VARIABLES: {}",
+                load::describe_error(&e).1
+            ))
+        })?;
+    let (current, _, bad) = settings_from_vars(&info, |n| {
+        vars.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.as_str())
+    });
+    if let Some(b) = bad.first() {
+        return Err(Error::bad_input(format!("{b}: fix it before tuning")));
+    }
+    let st = schema::verify_for_run(&mut admin, &plan.schema)?;
+    drop(admin);
+    let clients = connector(target, Some(&plan.schema));
+    if plan.kind == Kind::Custom {
+        let mut c = clients()?;
+        if let Err((line, text, why)) =
+            crate::load::workload::check_custom(&mut c, &plan.custom, &plan.schema, false)
+        {
+            return Err(Error::bad_input(format!(
+                "--sql line {line} `{text}`: {why}"
+            )));
+        }
+    }
+    let wl = Workload {
+        kind: plan.kind,
+        tables: st.tables,
+        table_size: st.table_size,
+        mix: Mix::default(),
+        custom: plan.custom.clone(),
+    };
+    let (model, cpu_label, model_target) = model_advice(&info, &current, plan, target)?;
+    let cands = generate(&info, current, model, plan.max_candidates);
+    let variants: Vec<Variant> = cands.iter().map(|c| variant(&info, &current, c)).collect();
+    let mut guard = SettingsGuard::new(Arc::clone(&admin_connect));
+    guard.mirror_to_schema(&plan.schema);
+    guard.validate(&variants)?;
+    let stop = load::install_stop_flag()?;
+    let started = Instant::now();
+    let (threads, threads_source) = match plan.threads {
+        Some(n) => (n, "--threads".to_string()),
+        None => quick_knee(&wl, &clients, &stop, plan.seed)?,
+    };
+    if plan.threads.is_none() {
+        eprintln!("spinscope: {threads} threads: {threads_source}");
+    }
+    let step_s = (plan.warmup + plan.duration).as_secs_f64();
+    let cfg = RaceConfig {
+        cost_s: step_s + 0.5,
+        budget_s: (plan.budget.as_secs_f64() - started.elapsed().as_secs_f64()).max(0.0),
+        max_repeats: 30,
+        alpha: 0.05,
+        max_p99_increase_pct: plan.max_p99_increase_pct,
+    };
+    let mut race = Race::new(cands.iter().map(|c| c.name.clone()).collect(), cfg);
+    eprintln!(
+        "spinscope: racing {} candidates at {threads} threads, {:.0} s of budget left, {step_s} s a measurement",
+        cands.len(),
+        race.cfg.budget_s
+    );
+    let mut m = ServerMeasure {
+        plan,
+        info: info.clone(),
+        current,
+        wl,
+        clients,
+        guard: &mut guard,
+        probe: ServerProbe::new(Arc::clone(&admin_connect)),
+        stop: Arc::clone(&stop),
+        n: 0,
+    };
+    let outcome = race::run(
+        &mut race,
+        |i| {
+            let t = Instant::now();
+            let s = m.measure(&cands[i], threads)?;
+            let wall = t.elapsed().as_secs_f64();
+            Ok::<_, Error>(s.map(|s| (s, wall)))
+        },
+        |r| progress(r, &cands),
+    );
+    drop(m);
+    let decision = race.decide();
+    let finished = outcome.as_ref().map(|d| *d).unwrap_or(false);
+    let interrupted = load::stopped(&stop) || (outcome.is_ok() && !finished);
+    let winner = &cands[decision.winner];
+    let (set_global, my_cnf) = statements(&info, &current, &winner.settings);
+    let mut applied = false;
+    let after: Vec<String> = if plan.apply && decision.change && outcome.is_ok() && !interrupted {
+        let r = guard.apply(&variant(&info, &current, winner));
+        match r {
+            Ok(_) => {
+                applied = true;
+                guard.keep().into_iter().map(|c| c.note).collect()
+            }
+            Err(e) => {
+                let mut v = vec![format!("--apply failed ({e}); settings restored")];
+                v.extend(guard.restore().into_iter().map(|c| c.note));
+                v
+            }
+        }
+    } else {
+        guard.restore().into_iter().map(|c| c.note).collect()
+    };
+    outcome?;
+    let leader = decision.leader;
+    let ranked = rows(&race, &cands, leader);
+    let (rank, vs_best) = model_rank(&ranked, model);
+    Ok(TuneDoc {
+        schema: SCHEMA.into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        server: version,
+        workload: plan.kind.name().into(),
+        threads,
+        threads_source,
+        budget_s: plan.budget.as_secs_f64(),
+        spent_s: started.elapsed().as_secs_f64(),
+        step_s,
+        max_p99_increase_pct: plan.max_p99_increase_pct,
+        rounds: race.rounds,
+        measurements: race.measurements,
+        method: METHOD.into(),
+        candidates: ranked,
+        model: ModelView {
+            settings: model,
+            cpu: cpu_label,
+            target: model_target,
+            rank,
+            vs_best_pct: vs_best,
+        },
+        set_global: if decision.change {
+            set_global
+        } else {
+            Vec::new()
+        },
+        my_cnf: if decision.change { my_cnf } else { Vec::new() },
+        decision,
+        applied,
+        interrupted,
+        settings_after: after,
+    })
+}
+
+/// One stderr line after each measurement: the leader and its interval.
+fn progress(r: &Race, cands: &[Candidate]) {
+    let lead = r.leader().map(|i| {
+        let t = race::mean_interval(&r.arms[i].valid_tps());
+        match t {
+            Some(t) => format!(
+                "leader {} {:.0} tps (95% CI {:.0} .. {:.0})",
+                cands[i].name, t.mean, t.low, t.high
+            ),
+            None => format!("leader {}", cands[i].name),
+        }
+    });
+    eprintln!(
+        "spinscope: tune: round {} measurement {}, {:.0}/{:.0} s, {} in the race; {}",
+        r.rounds + 1,
+        r.measurements,
+        r.spent_s,
+        r.cfg.budget_s,
+        r.alive().len(),
+        lead.unwrap_or_else(|| "no leader yet (3 valid repeats needed)".into())
+    );
+}

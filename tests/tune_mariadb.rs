@@ -1,0 +1,195 @@
+//! Integration: `spinscope tune` against a throwaway MariaDB (own datadir, socket and port)
+//! started with innodb_spin_wait_delay=6000. Short runs for CI: the search completes, ranks its
+//! candidates, claims significance only on enough valid data, and puts 6000 back; `--apply`
+//! leaves the winner set and logs it in the journal as an intended change.
+
+mod common;
+
+use std::sync::Mutex;
+
+use assert_cmd::Command;
+use common::mariadb::{self, MariaDb};
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn start() -> Option<MariaDb> {
+    if mariadb::skip_reason("tune_mariadb", mariadb::available().err()).is_some() {
+        return None;
+    }
+    let db = MariaDb::start(&[
+        "--innodb-flush-log-at-trx-commit=0",
+        "--max-connections=100",
+        "--innodb-spin-wait-delay=6000",
+    ]);
+    Some(db)
+}
+
+fn cmd(db: &MariaDb, args: &[&str]) -> Command {
+    let mut c = Command::cargo_bin("spinscope").unwrap();
+    c.args(args).args([
+        "--socket",
+        &db.socket.display().to_string(),
+        "--user",
+        "root",
+        "--no-defaults",
+    ]);
+    c.env_remove("MYSQL_PWD");
+    c.env("XDG_STATE_HOME", db.dir().join("state"));
+    c
+}
+
+fn delay(db: &MariaDb) -> String {
+    db.sql("SELECT @@GLOBAL.innodb_spin_wait_delay")
+        .trim()
+        .to_string()
+}
+
+fn prepare(db: &MariaDb) {
+    cmd(db, &["sweep", "prepare"])
+        .args(["--tables", "2", "--table-size", "2000"])
+        .assert()
+        .success();
+}
+
+fn open_records(db: &MariaDb) -> usize {
+    std::fs::read_dir(db.dir().join("state/spinscope/journal"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn tune_json(db: &MariaDb, extra: &[&str]) -> Value {
+    let out = cmd(db, &["tune"])
+        .args([
+            "--workload",
+            "write-only",
+            "--threads",
+            "8",
+            "--warmup",
+            "0.5",
+            "--duration",
+            "2",
+            "--json",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("leader"),
+        "progress names the leader: {stderr}"
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Checks every run must pass: ranked rows, no verdict without enough valid repeats.
+fn check_doc(doc: &Value) {
+    assert_eq!(doc["schema"], "spinscope.tune/1");
+    assert!(doc["spent_s"].as_f64().unwrap() <= doc["budget_s"].as_f64().unwrap() + 15.0);
+    let rows = doc["candidates"].as_array().unwrap();
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert!(rows.iter().any(|r| r["name"] == "current"));
+    let means: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r["tps"]["mean"].as_f64())
+        .collect();
+    assert!(means.windows(2).all(|w| w[0] >= w[1]), "ranked: {means:?}");
+    for r in rows {
+        let valid = r["repeats"].as_u64().unwrap() - r["invalid_repeats"].as_u64().unwrap();
+        if valid < 3 {
+            assert!(
+                r["vs_current_pct"].is_null(),
+                "interval from {valid} repeats: {r}"
+            );
+        }
+    }
+    let dec = &doc["decision"];
+    if dec["change"] == true {
+        let w = &rows
+            .iter()
+            .find(|r| r["status"] == "leader")
+            .expect("the winner leads");
+        let valid = w["repeats"].as_u64().unwrap() - w["invalid_repeats"].as_u64().unwrap();
+        assert!(valid >= 3, "{w}");
+        assert!(dec["leader_vs_current"]["low"].as_f64().unwrap() > 0.0);
+        assert!(!doc["set_global"].as_array().unwrap().is_empty());
+    } else {
+        assert!(
+            dec["sentence"]
+                .as_str()
+                .unwrap()
+                .starts_with("keep current settings"),
+            "{dec}"
+        );
+    }
+}
+
+#[test]
+fn tune_ranks_candidates_and_restores_6000() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start() else { return };
+    prepare(&db);
+    assert_eq!(delay(&db), "6000");
+    let doc = tune_json(&db, &["--budget", "30s", "--max-candidates", "3"]);
+    check_doc(&doc);
+    assert_eq!(doc["applied"], false);
+    assert_eq!(delay(&db), "6000", "restored after the run");
+    assert_eq!(open_records(&db), 0, "journal closed");
+    // A budget too small for 3 valid repeats a candidate: never a change.
+    let doc = tune_json(&db, &["--budget", "10s", "--max-candidates", "3"]);
+    check_doc(&doc);
+    assert_eq!(doc["decision"]["change"], false);
+    assert_eq!(delay(&db), "6000");
+}
+
+#[test]
+fn tune_apply_leaves_the_winner_set_and_journaled() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start() else { return };
+    prepare(&db);
+    let doc = tune_json(
+        &db,
+        &["--budget", "30s", "--max-candidates", "2", "--apply"],
+    );
+    check_doc(&doc);
+    let applied_dir = db.dir().join("state/spinscope/journal/applied");
+    if doc["decision"]["change"] == true {
+        assert_eq!(doc["applied"], true);
+        let want = doc["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["status"] == "leader")
+            .unwrap()["settings"]["spin_wait_delay"]
+            .to_string();
+        assert_eq!(delay(&db), want, "the winner is left set");
+        let logged: Vec<String> = std::fs::read_dir(&applied_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        assert!(
+            logged[0].contains("\"original\": \"6000\""),
+            "{}",
+            logged[0]
+        );
+    } else {
+        eprintln!(
+            "no significant winner this time: {}",
+            doc["decision"]["sentence"]
+        );
+        assert_eq!(doc["applied"], false);
+        assert_eq!(delay(&db), "6000");
+    }
+    assert_eq!(
+        open_records(&db),
+        0,
+        "no open record: the change is intended, not left over"
+    );
+}
