@@ -19,5 +19,6 @@ pub mod report;
 pub mod server;
 pub mod spin;
 pub mod tune;
+pub mod watch;
 
 pub use error::{Error, Result};

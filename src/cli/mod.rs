@@ -13,6 +13,7 @@ pub mod restore;
 pub mod spin;
 pub mod sweep;
 pub mod tune;
+pub mod watch;
 
 /// Long help shown under `spinscope --help`.
 const ABOUT: &str = "Turn InnoDB spin-wait settings into time on your CPU, and measure the rest.";
@@ -48,6 +49,8 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Search the spin settings on your workload under noise; recommend only what is proven.
     Tune(tune::TuneArgs),
+    /// Watch servers at 100 Hz: triggers, captures with the seconds before them, Prometheus metrics.
+    Watch(watch::WatchArgs),
     /// Put back what spinscope left changed on a server (from its durable change journal).
     Restore(restore::RestoreArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -75,6 +78,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Sweep(a) => sweep::run(a),
         Command::Tune(a) => tune::run(a),
         Command::Restore(a) => restore::run(a),
+        Command::Watch(a) => watch::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             // Into a buffer, then print!: a closed stdout then ends quietly like every print.

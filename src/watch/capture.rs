@@ -1,0 +1,291 @@
+//! Captures: one directory per trigger event, the `watch.log` index, the free-space floor and
+//! retention by count and age.
+//!
+//! A capture directory holds `doctor-snapshot.json` (what `doctor --snapshot DIR` reads: the
+//! server's variables, status, INNODB STATUS and performance_schema waits at the trigger, host
+//! facts, and the sampler history as its burst record), `capture.json`
+//! (`spinscope.watch-capture/1`: trigger, peaks, every sample from `--history` before to
+//! `--after` after the trigger), `processlist.tsv`, `innodb-status-after.txt` (the second
+//! INNODB STATUS, at the end of the after window), `host-facts.json` and, when recorded,
+//! `perf-script.txt` (read by `spinscope profile --perf-script`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::ring::Sample;
+use super::trigger::Fired;
+use crate::error::{Error, Result};
+
+pub const CAPTURE_SCHEMA: &str = "spinscope.watch-capture/1";
+
+/// Peak values of a capture's samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Peaks {
+    pub threads_running: u32,
+    pub threads_connected: u32,
+    pub qps: f64,
+    pub row_lock_waits: u32,
+    pub rtt_ms: f64,
+}
+
+pub fn peaks(v: &[Sample]) -> Peaks {
+    let mut p = Peaks::default();
+    for s in v {
+        p.threads_running = p.threads_running.max(s.threads_running);
+        p.threads_connected = p.threads_connected.max(s.threads_connected);
+        p.qps = p.qps.max(s.qps);
+        p.row_lock_waits = p.row_lock_waits.max(s.row_lock_waits);
+        p.rtt_ms = p.rtt_ms.max(s.rtt_us as f64 / 1e3);
+    }
+    p
+}
+
+/// One sample in a capture: time relative to the trigger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturePoint {
+    pub t_ms: f64,
+    pub threads_running: u32,
+    pub threads_connected: u32,
+    pub qps: f64,
+    pub row_lock_waits: u32,
+    pub rtt_us: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_busy_pct: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_cpu_pct: Option<f32>,
+}
+
+/// `capture.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaptureDoc {
+    pub schema: String,
+    pub server: String,
+    pub target: String,
+    pub fired_at: String,
+    pub fired_at_unix_ms: f64,
+    pub trigger: Fired,
+    pub cores: f64,
+    pub hz: f64,
+    pub history_s: f64,
+    pub after_s: f64,
+    pub peaks: Peaks,
+    pub samples_before: usize,
+    pub samples_after: usize,
+    pub samples: Vec<CapturePoint>,
+    pub files: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// One line of `watch.log`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub time: String,
+    pub server: String,
+    pub trigger: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peaks: Option<Peaks>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+pub fn points(v: &[Sample], fired_ms: f64) -> Vec<CapturePoint> {
+    let opt = |x: f32| (!x.is_nan()).then_some(x);
+    v.iter()
+        .map(|s| CapturePoint {
+            t_ms: ((s.t_ms - fired_ms) * 10.0).round() / 10.0,
+            threads_running: s.threads_running,
+            threads_connected: s.threads_connected,
+            qps: s.qps.round(),
+            row_lock_waits: s.row_lock_waits,
+            rtt_us: s.rtt_us.round(),
+            host_busy_pct: opt(s.host_busy_pct),
+            server_cpu_pct: opt(s.server_cpu_pct),
+        })
+        .collect()
+}
+
+/// A directory name from a time and a server name: `20261123T221530.125Z-db1`.
+pub fn dir_name(time: &str, server: &str) -> String {
+    let slug: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    let t: String = time.chars().filter(|c| *c != '-' && *c != ':').collect();
+    format!("{t}-{slug}")
+}
+
+/// Bytes free for an unprivileged writer on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs writes one struct into a valid, exclusively borrowed local.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    Some(s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+/// Why a capture may not be written now (the free-space floor), or None.
+pub fn disk_refusal(dir: &Path, min_free: u64) -> Option<String> {
+    let free = free_bytes(dir)?;
+    (free < min_free).then(|| {
+        format!(
+            "only {} free on {}, under --min-free-disk {}; capture skipped (free space or lower the floor)",
+            human_bytes(free),
+            dir.display(),
+            human_bytes(min_free)
+        )
+    })
+}
+
+pub fn human_bytes(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+/// Parse "500M", "2G", "1048576", "10GiB" into bytes.
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: f64 = n.parse().map_err(|_| {
+        Error::bad_input(format!(
+            "--min-free-disk {s:?}: give a size such as 500M, 2G or 0"
+        ))
+    })?;
+    let mul = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1u64,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        u => {
+            return Err(Error::bad_input(format!(
+                "--min-free-disk {s:?}: unknown unit {u:?}; use K, M, G or T"
+            )))
+        }
+    };
+    Ok((n * mul as f64) as u64)
+}
+
+/// Serialises appends to `watch.log` and retention between server threads.
+static INDEX: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Append one line to `watch.log` (created private on first use).
+pub fn append_log(out: &Path, line: &LogLine) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _g = INDEX.lock();
+    let path = out.join("watch.log");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| Error::runtime(format!("appending to {}: {e}", path.display())))?;
+    let s = serde_json::to_string(line).map_err(|e| Error::runtime(e.to_string()))? + "\n";
+    f.write_all(s.as_bytes())
+        .map_err(|e| Error::runtime(format!("appending to {}: {e}", path.display())))
+}
+
+/// Capture directories under `out` (those holding a `capture.json`), oldest name first.
+pub fn list(out: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.join("capture.json").is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Remove the oldest captures beyond `keep` and those older than `max_age_s`; returns the
+/// removed directories. Only directories with a `capture.json` are touched.
+pub fn retain(out: &Path, keep: usize, max_age_s: f64) -> Vec<PathBuf> {
+    let _g = INDEX.lock();
+    let all = list(out);
+    let now = std::time::SystemTime::now();
+    let mut removed = Vec::new();
+    let excess = all.len().saturating_sub(keep);
+    for (i, d) in all.iter().enumerate() {
+        let old = std::fs::metadata(d.join("capture.json"))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age.as_secs_f64() > max_age_s);
+        if (i < excess || old) && std::fs::remove_dir_all(d).is_ok() {
+            removed.push(d.clone());
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_print() {
+        assert_eq!(parse_bytes("500M").unwrap(), 500 << 20);
+        assert_eq!(parse_bytes("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse_bytes("0").unwrap(), 0);
+        assert!(parse_bytes("lots")
+            .unwrap_err()
+            .to_string()
+            .contains("500M"));
+        assert!(parse_bytes("5X").unwrap_err().to_string().contains("unit"));
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+        assert_eq!(human_bytes(12), "12 B");
+    }
+
+    #[test]
+    fn floor_refuses_and_retention_keeps_the_newest() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(disk_refusal(d.path(), 0).is_none());
+        let why = disk_refusal(d.path(), u64::MAX).unwrap();
+        assert!(why.contains("--min-free-disk"), "{why}");
+        for n in ["a", "b", "c", "d"] {
+            std::fs::create_dir(d.path().join(n)).unwrap();
+            std::fs::write(d.path().join(n).join("capture.json"), "{}").unwrap();
+        }
+        std::fs::create_dir(d.path().join("0-not-ours")).unwrap();
+        let gone = retain(d.path(), 2, 1e9);
+        assert_eq!(gone.len(), 2);
+        assert_eq!(list(d.path()).len(), 2);
+        assert!(d.path().join("d").exists() && d.path().join("0-not-ours").exists());
+        assert_eq!(retain(d.path(), 10, -1.0).len(), 2);
+    }
+
+    #[test]
+    fn dir_names_are_safe() {
+        assert_eq!(
+            dir_name("2026-11-23T22:15:30.125Z", "root@/tmp/x.sock"),
+            "20261123T221530.125Z-root__tmp_x_sock"
+        );
+    }
+}

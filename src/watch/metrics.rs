@@ -1,0 +1,273 @@
+//! Prometheus metrics of `watch` (the `prometheus-client` crate's registry and text encoder)
+//! and the `/metrics` endpoint (a `tiny_http` server on its own thread).
+//!
+//! Threads_running is a histogram of every sample, so a peak of 50 ms between two 15 s scrapes
+//! still moves a bucket; the other series are per server (label `server`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServerLabel {
+    pub server: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CaptureLabel {
+    pub server: String,
+    pub trigger: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+type FCounter = Counter<f64, AtomicU64>;
+
+fn running_hist() -> Histogram {
+    Histogram::new([
+        0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+    ])
+}
+
+fn burst_hist() -> Histogram {
+    Histogram::new([0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
+}
+
+/// Every metric watch exports; cheap to clone (families share their storage).
+#[derive(Clone)]
+pub struct Metrics {
+    pub threads_running: Family<ServerLabel, Histogram, fn() -> Histogram>,
+    pub threads_running_max: Family<ServerLabel, FGauge>,
+    pub threads_connected: Family<ServerLabel, FGauge>,
+    pub bursts: Family<ServerLabel, Counter>,
+    pub burst_duration: Family<ServerLabel, Histogram, fn() -> Histogram>,
+    pub achieved_hz: Family<ServerLabel, FGauge>,
+    pub target_hz: Family<ServerLabel, FGauge>,
+    pub longest_gap: Family<ServerLabel, FGauge>,
+    pub sample_rtt: Family<ServerLabel, FGauge>,
+    pub sampler_cpu: Family<ServerLabel, FCounter>,
+    pub up: Family<ServerLabel, Gauge>,
+    pub reconnects: Family<ServerLabel, Counter>,
+    pub captures: Family<CaptureLabel, Counter>,
+    pub spin_budget_us: Family<ServerLabel, FGauge>,
+    pub spin_design_us: Family<ServerLabel, FGauge>,
+    pub process_cpu: FGauge,
+}
+
+impl Metrics {
+    pub fn new() -> (Metrics, Registry) {
+        let m = Metrics {
+            threads_running: Family::new_with_constructor(running_hist as fn() -> Histogram),
+            threads_running_max: Family::default(),
+            threads_connected: Family::default(),
+            bursts: Family::default(),
+            burst_duration: Family::new_with_constructor(burst_hist as fn() -> Histogram),
+            achieved_hz: Family::default(),
+            target_hz: Family::default(),
+            longest_gap: Family::default(),
+            sample_rtt: Family::default(),
+            sampler_cpu: Family::default(),
+            up: Family::default(),
+            reconnects: Family::default(),
+            captures: Family::default(),
+            spin_budget_us: Family::default(),
+            spin_design_us: Family::default(),
+            process_cpu: FGauge::default(),
+        };
+        let mut r = Registry::with_prefix("spinscope_watch");
+        r.register(
+            "threads_running",
+            "Threads_running at every sample (own session excluded)",
+            m.threads_running.clone(),
+        );
+        r.register(
+            "threads_running_max_10s",
+            "Highest Threads_running of the last 10 s of samples",
+            m.threads_running_max.clone(),
+        );
+        r.register(
+            "threads_connected",
+            "Threads_connected at the last sample",
+            m.threads_connected.clone(),
+        );
+        r.register(
+            "bursts",
+            "Bursts: runs of samples with Threads_running above the core count",
+            m.bursts.clone(),
+        );
+        r.register_with_unit(
+            "burst_duration",
+            "Duration of each ended burst",
+            Unit::Seconds,
+            m.burst_duration.clone(),
+        );
+        r.register(
+            "sample_rate_hz",
+            "Samples per second achieved over the last 10 s",
+            m.achieved_hz.clone(),
+        );
+        r.register(
+            "target_rate_hz",
+            "The rate the sampler aims at now (lower than --hz while backing off)",
+            m.target_hz.clone(),
+        );
+        r.register_with_unit(
+            "longest_gap",
+            "Longest gap between two samples over the last 10 s",
+            Unit::Seconds,
+            m.longest_gap.clone(),
+        );
+        r.register_with_unit(
+            "sample_rtt",
+            "Median round trip of the sampling query over the last round",
+            Unit::Seconds,
+            m.sample_rtt.clone(),
+        );
+        r.register_with_unit(
+            "sampler_cpu",
+            "CPU time watch's sampling thread used for this server",
+            Unit::Seconds,
+            m.sampler_cpu.clone(),
+        );
+        r.register(
+            "up",
+            "1 while the sampler is connected to the server",
+            m.up.clone(),
+        );
+        r.register(
+            "reconnects",
+            "Connections re-opened after the server went away",
+            m.reconnects.clone(),
+        );
+        r.register("captures", "Captures written", m.captures.clone());
+        r.register(
+            "spin_budget_microseconds",
+            "Longest spin of one latch attempt with the server's settings on its CPU",
+            m.spin_budget_us.clone(),
+        );
+        r.register(
+            "spin_budget_design_microseconds",
+            "The same with the version's defaults on the CPU they were designed for",
+            m.spin_design_us.clone(),
+        );
+        r.register_with_unit(
+            "process_cpu",
+            "CPU time of the whole watch process (user + system)",
+            Unit::Seconds,
+            m.process_cpu.clone(),
+        );
+        (m, r)
+    }
+}
+
+fn own_cpu_s() -> f64 {
+    // SAFETY: getrusage writes one struct into a valid, exclusively borrowed local.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The text of `/metrics` now.
+pub fn render(m: &Metrics, r: &Registry) -> String {
+    m.process_cpu.set(own_cpu_s());
+    let mut out = String::new();
+    let _ = encode(&mut out, r);
+    out
+}
+
+/// Serve `/metrics` on `addr` until `stop`; returns the address bound (port 0 picks one).
+pub fn serve(
+    addr: &str,
+    m: Metrics,
+    r: Registry,
+    stop: Arc<AtomicBool>,
+) -> Result<(std::net::SocketAddr, std::thread::JoinHandle<()>)> {
+    let server = tiny_http::Server::http(addr).map_err(|e| {
+        Error::runtime(format!(
+            "--metrics-listen {addr}: cannot listen ({e}); choose a free HOST:PORT"
+        ))
+    })?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| Error::runtime(format!("--metrics-listen {addr}: not an IP address")))?;
+    let h = std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(Some(req)) = server.recv_timeout(Duration::from_millis(200)) else {
+                    continue;
+                };
+                let path = req.url().split('?').next().unwrap_or("").to_string();
+                let resp = match path.as_str() {
+                    "/metrics" => {
+                        let ct = tiny_http::Header::from_bytes(
+                            &b"Content-Type"[..],
+                            &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
+                        )
+                        .expect("static header");
+                        tiny_http::Response::from_string(render(&m, &r)).with_header(ct)
+                    }
+                    "/" => {
+                        tiny_http::Response::from_string("spinscope watch: metrics at /metrics\n")
+                    }
+                    _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
+                };
+                let _ = req.respond(resp);
+            }
+        })
+        .map_err(|e| Error::runtime(format!("starting the metrics thread: {e}")))?;
+    Ok((bound, h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_has_the_histogram_and_prometheus_names() {
+        let (m, r) = Metrics::new();
+        let l = ServerLabel {
+            server: "db1".into(),
+        };
+        for v in [0.0, 1.0, 40.0] {
+            m.threads_running.get_or_create(&l).observe(v);
+        }
+        m.bursts.get_or_create(&l).inc();
+        m.spin_budget_us.get_or_create(&l).set(12.5);
+        let t = render(&m, &r);
+        assert!(
+            t.contains("spinscope_watch_threads_running_bucket{le=\"64.0\",server=\"db1\"} 3")
+                || t.contains(
+                    "spinscope_watch_threads_running_bucket{server=\"db1\",le=\"64.0\"} 3"
+                ),
+            "{t}"
+        );
+        assert!(
+            t.contains("spinscope_watch_threads_running_count{server=\"db1\"} 3"),
+            "{t}"
+        );
+        assert!(
+            t.contains("spinscope_watch_bursts_total{server=\"db1\"} 1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("spinscope_watch_spin_budget_microseconds{server=\"db1\"} 12.5"),
+            "{t}"
+        );
+        assert!(t.contains("spinscope_watch_process_cpu_seconds "), "{t}");
+        assert!(t.trim_end().ends_with("# EOF"), "{t}");
+    }
+}

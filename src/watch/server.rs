@@ -1,0 +1,708 @@
+//! One watched server: connect (with back-off), learn its cores and spin budget, run the burst
+//! sampler in short rounds into the ring, feed the triggers and the metrics, back off the rate
+//! when the server's round trip climbs, and start / finish captures.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+
+use super::capture::{self, CaptureDoc, LogLine, CAPTURE_SCHEMA};
+use super::metrics::{CaptureLabel, ServerLabel};
+use super::rate::{Change, RateControl};
+use super::ring::{to_burst_record, Ring, Sample};
+use super::trigger::{Evaluator, Fired, Point};
+use super::{log, utc, Shared, Watched};
+use crate::server::collect::{burst_sample, collect, CollectOpts};
+use crate::server::conn::{connect_target, Target};
+use crate::server::snapshot::{HostFacts, Snapshot};
+
+/// One sampler round lasts about this long: the trigger latency and the longest a stop waits.
+const ROUND_S: f64 = 0.2;
+/// Longest wait between two connection attempts.
+const MAX_BACKOFF_S: f64 = 30.0;
+
+/// What is learnt about a server when it connects.
+#[derive(Debug, Clone, Default)]
+struct Info {
+    cores: f64,
+    host: Option<HostFacts>,
+    pid: Option<u32>,
+    version: String,
+}
+
+fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
+    let never = AtomicBool::new(false);
+    let opts = CollectOpts {
+        window_s: 0.0,
+        hz: sh.plan.hz,
+        enable_instruments: false,
+        // After the first connection the host's spin hint is known: no second probe.
+        host_facts: prev.and_then(|p| p.host.clone()),
+    };
+    let snap = collect(&w.target, &opts, &never)?;
+    let facts = crate::doctor::Facts::from_snapshot(snap);
+    let label = ServerLabel {
+        server: w.name.clone(),
+    };
+    if let (Some(v), Some(cpu)) = (&facts.version, &facts.cpu) {
+        let info = crate::spin::model::family_for(v);
+        let (cur, _, _) = crate::spin::model::settings_from_vars(&info, |n| facts.vars.str(n));
+        let vs = crate::spin::doc::vs_design(&info, &cur, cpu);
+        let m = &sh.metrics;
+        m.spin_budget_us
+            .get_or_create(&label)
+            .set(vs.here_max_spin_ns / 1e3);
+        m.spin_design_us
+            .get_or_create(&label)
+            .set(vs.design_max_spin_ns / 1e3);
+    }
+    let cores = match (facts.cores, sh.plan.cores) {
+        (_, Some(c)) => c,
+        (Some(c), None) => c,
+        (None, None) => {
+            let c = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+            log(&format!(
+                "{}: its host's cores are unknown (not local); 'cores' in triggers means {c} (this machine's); set --cores",
+                w.name
+            ));
+            c
+        }
+    };
+    let host = facts.snap.host.clone();
+    Ok(Info {
+        cores,
+        pid: host.as_ref().and_then(|h| h.server_pid),
+        host,
+        version: facts.snap.version.clone(),
+    })
+}
+
+/// A capture whose after window is still running.
+struct Pending {
+    fired: Fired,
+    until_ms: f64,
+    dir: PathBuf,
+    start: std::thread::JoinHandle<Start>,
+}
+
+/// What was taken at the trigger.
+struct Start {
+    snapshot: crate::Result<Snapshot>,
+    processlist: Result<String, String>,
+    perf: Option<Result<PathBuf, String>>,
+}
+
+fn cell(v: &mysql::Value) -> String {
+    match v {
+        mysql::Value::NULL => "NULL".into(),
+        mysql::Value::Bytes(b) => String::from_utf8_lossy(b)
+            .replace(['\t', '\n'], " ")
+            .chars()
+            .take(4096)
+            .collect(),
+        mysql::Value::Int(i) => i.to_string(),
+        mysql::Value::UInt(u) => u.to_string(),
+        mysql::Value::Float(f) => f.to_string(),
+        mysql::Value::Double(f) => f.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn processlist(t: &Target) -> Result<String, String> {
+    let mut c = connect_target(t).map_err(|e| e.to_string())?;
+    let rows: Vec<mysql::Row> = c
+        .query("SHOW FULL PROCESSLIST")
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    if let Some(r) = rows.first() {
+        let names: Vec<String> = r
+            .columns_ref()
+            .iter()
+            .map(|c| c.name_str().into())
+            .collect();
+        out.push_str(&names.join("\t"));
+        out.push('\n');
+    }
+    for r in &rows {
+        let cells: Vec<String> = (0..r.len())
+            .map(|i| r.as_ref(i).map_or(String::new(), cell))
+            .collect();
+        out.push_str(&cells.join("\t"));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn innodb_status(t: &Target) -> Result<String, String> {
+    let mut c = connect_target(t).map_err(|e| e.to_string())?;
+    let r: Option<(String, String, String)> = c
+        .query_first("SHOW ENGINE INNODB STATUS")
+        .map_err(|e| e.to_string())?;
+    Ok(r.map(|x| x.2).unwrap_or_default())
+}
+
+/// perf's recording of the server process, as `perf script` text (capped at 256 MiB).
+fn perf_record(pid: u32, seconds: f64, path: PathBuf) -> Result<PathBuf, String> {
+    use std::io::Read;
+    let req = crate::profile::collect::Request {
+        pid,
+        seconds,
+        frequency_hz: 99,
+    };
+    let p2 = path.clone();
+    crate::profile::collect::record(&req, move |r| {
+        let mut f = std::fs::File::create(&p2)
+            .map_err(|e| crate::Error::runtime(format!("{}: {e}", p2.display())))?;
+        std::io::copy(&mut r.take(256 << 20), &mut f)
+            .map_err(|e| crate::Error::runtime(format!("{}: {e}", p2.display())))?;
+        Ok(())
+    })
+    .map(|_| path)
+    .map_err(|e| e.to_string())
+}
+
+fn skip(sh: &Shared, w: &Watched, f: &Fired, why: String) {
+    sh.skipped.fetch_add(1, Ordering::SeqCst);
+    log(&format!(
+        "{}: trigger '{}' fired but {why}",
+        w.name, f.trigger
+    ));
+    let _ = capture::append_log(
+        &sh.plan.out_dir,
+        &LogLine {
+            time: utc(sh.unix_ms(f.t_ms)),
+            server: w.name.clone(),
+            trigger: f.trigger.clone(),
+            dir: None,
+            peaks: None,
+            skipped: Some(why),
+        },
+    );
+}
+
+fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
+    let plan = &sh.plan;
+    if sh.captures.fetch_add(1, Ordering::SeqCst) >= plan.max_captures {
+        sh.captures.fetch_sub(1, Ordering::SeqCst);
+        skip(
+            sh,
+            w,
+            &f,
+            format!(
+                "--max-captures {} is reached; capture skipped",
+                plan.max_captures
+            ),
+        );
+        return None;
+    }
+    if let Some(why) = capture::disk_refusal(&plan.out_dir, plan.min_free_bytes) {
+        sh.captures.fetch_sub(1, Ordering::SeqCst);
+        skip(sh, w, &f, why);
+        return None;
+    }
+    let dir = plan
+        .out_dir
+        .join(capture::dir_name(&utc(sh.unix_ms(f.t_ms)), &w.name));
+    let made = {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+    };
+    if let Err(e) = made {
+        sh.captures.fetch_sub(1, Ordering::SeqCst);
+        skip(
+            sh,
+            w,
+            &f,
+            format!("{} cannot be created ({e})", dir.display()),
+        );
+        return None;
+    }
+    log(&format!(
+        "{}: trigger '{}' fired ({} {} against {}, held {:.0} ms); capturing into {}",
+        w.name,
+        f.trigger,
+        f.trigger.split_whitespace().next().unwrap_or("value"),
+        f.value,
+        f.threshold,
+        f.t_ms - f.since_ms,
+        dir.display()
+    ));
+    let (t, host, pid, hz) = (w.target.clone(), info.host.clone(), info.pid, plan.hz);
+    let profile_s = plan.profile_seconds;
+    let local = w.target.is_local();
+    let perf_path = dir.join("perf-script.txt");
+    let start = std::thread::spawn(move || {
+        let never = AtomicBool::new(false);
+        let opts = CollectOpts {
+            window_s: 0.0,
+            hz,
+            enable_instruments: false,
+            host_facts: host,
+        };
+        let snapshot = collect(&t, &opts, &never);
+        let processlist = processlist(&t);
+        let perf = match (local, pid) {
+            _ if profile_s <= 0.0 => None,
+            (true, Some(pid)) => Some(perf_record(pid, profile_s, perf_path)),
+            _ => Some(Err(
+                "the server is not local (or its pid is unknown): no perf recording".into(),
+            )),
+        };
+        Start {
+            snapshot,
+            processlist,
+            perf,
+        }
+    });
+    Some(Pending {
+        until_ms: f.t_ms + plan.after_s * 1e3,
+        fired: f,
+        dir,
+        start,
+    })
+}
+
+/// Hand a pending capture with its samples to a writer thread (joined before watch exits).
+fn finish(
+    sh: &Shared,
+    w: &Watched,
+    info: &Info,
+    p: Pending,
+    ring: &Ring,
+    cut: Option<String>,
+    cpu_ns_per_sample: f64,
+) {
+    let plan = sh.plan.clone();
+    let from = p.fired.t_ms - plan.history_s * 1e3;
+    let samples = ring.between(from, p.until_ms);
+    let (name, target, cores) = (w.name.clone(), w.target.clone(), info.cores);
+    let fired_unix = sh.unix_ms(p.fired.t_ms);
+    let metrics = sh.metrics.clone();
+    let writer = std::thread::spawn(move || {
+        let mut notes: Vec<String> = cut.into_iter().collect();
+        let mut files = vec!["capture.json".to_string()];
+        let start = p.start.join();
+        let second = innodb_status(&target);
+        let cpu_ns = (cpu_ns_per_sample * samples.len() as f64) as u64;
+        let record = to_burst_record(&samples, plan.hz, cpu_ns);
+        match start {
+            Ok(s) => {
+                match s.snapshot {
+                    Ok(mut snap) => {
+                        snap.burst = Some(record);
+                        snap.notes.push(format!(
+                            "captured by spinscope watch: trigger '{}' fired at {}; the burst record holds the {} s before it and up to {} s after",
+                            p.fired.trigger,
+                            utc(fired_unix),
+                            plan.history_s,
+                            plan.after_s
+                        ));
+                        if let Some(h) = &snap.host {
+                            let _ = crate::report::save_json(h, &p.dir.join("host-facts.json"));
+                            files.push("host-facts.json".into());
+                        }
+                        match snap.save(&p.dir.join("doctor-snapshot.json")) {
+                            Ok(()) => files.push("doctor-snapshot.json".into()),
+                            Err(e) => notes.push(format!("doctor snapshot not saved: {e}")),
+                        }
+                    }
+                    Err(e) => notes.push(format!("doctor snapshot not taken: {e}")),
+                }
+                match s.processlist {
+                    Ok(t) => {
+                        let f = p.dir.join("processlist.tsv");
+                        if crate::files::write_atomic(&f, t.as_bytes(), "--out", true).is_ok() {
+                            files.push("processlist.tsv".into());
+                        }
+                    }
+                    Err(e) => notes.push(format!("processlist not read: {e}")),
+                }
+                match s.perf {
+                    Some(Ok(_)) => files.push("perf-script.txt".into()),
+                    Some(Err(e)) => notes.push(format!("perf recording: {e}")),
+                    None => {}
+                }
+            }
+            Err(_) => notes.push("the snapshot thread failed".into()),
+        }
+        match second {
+            Ok(t)
+                if crate::files::write_atomic(
+                    &p.dir.join("innodb-status-after.txt"),
+                    t.as_bytes(),
+                    "--out",
+                    true,
+                )
+                .is_ok() =>
+            {
+                files.push("innodb-status-after.txt".into())
+            }
+            Ok(_) => notes.push("innodb-status-after.txt not written".into()),
+            Err(e) => notes.push(format!("second INNODB STATUS not read: {e}")),
+        }
+        let peaks = capture::peaks(&samples);
+        let before = samples.iter().filter(|s| s.t_ms < p.fired.t_ms).count();
+        let doc = CaptureDoc {
+            schema: CAPTURE_SCHEMA.into(),
+            server: name.clone(),
+            target: target.describe(),
+            fired_at: utc(fired_unix),
+            fired_at_unix_ms: fired_unix.round(),
+            cores,
+            hz: plan.hz,
+            history_s: plan.history_s,
+            after_s: plan.after_s,
+            peaks: peaks.clone(),
+            samples_before: before,
+            samples_after: samples.len() - before,
+            samples: capture::points(&samples, p.fired.t_ms),
+            files,
+            notes,
+            trigger: p.fired.clone(),
+        };
+        if let Err(e) = crate::report::save_json(&doc, &p.dir.join("capture.json")) {
+            log(&format!("{name}: capture.json not written: {e}"));
+        }
+        metrics
+            .captures
+            .get_or_create(&CaptureLabel {
+                server: name.clone(),
+                trigger: p.fired.trigger.clone(),
+            })
+            .inc();
+        let line = LogLine {
+            time: utc(fired_unix),
+            server: name.clone(),
+            trigger: p.fired.trigger.clone(),
+            dir: Some(p.dir.display().to_string()),
+            peaks: Some(peaks.clone()),
+            skipped: None,
+        };
+        if let Err(e) = capture::append_log(&plan.out_dir, &line) {
+            log(&format!("{name}: {e}"));
+        }
+        for d in capture::retain(&plan.out_dir, plan.keep, plan.max_age_s) {
+            log(&format!("retention: removed {}", d.display()));
+        }
+        log(&format!(
+            "{name}: capture written: {} ({} samples before the trigger, {} after; peak threads_running {})",
+            p.dir.display(),
+            before,
+            doc.samples_after,
+            peaks.threads_running
+        ));
+    });
+    if let Ok(mut v) = sh.writers.lock() {
+        v.push(writer);
+    }
+}
+
+/// Running values carried from one sample to the next.
+#[derive(Default)]
+struct Carry {
+    questions: u64,
+    qps: f64,
+    last_t_ms: Option<f64>,
+    burst_from: Option<f64>,
+    host_at: Option<Instant>,
+    host_prev: Option<(crate::server::snapshot::CpuTicks, Option<u64>)>,
+    host_busy_pct: f32,
+    server_cpu_pct: f32,
+    cpu_ns: u64,
+    samples: u64,
+}
+
+impl Carry {
+    /// The sampling thread's CPU per sample so far (for a capture's own-cost figure).
+    fn cpu_ns_per_sample(&self) -> f64 {
+        self.cpu_ns as f64 / self.samples.max(1) as f64
+    }
+}
+
+/// Host CPU busy and the server's own CPU since the last reading (local servers, once a second).
+fn host_signature(c: &mut Carry, pid: Option<u32>) {
+    if c.host_at
+        .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+    {
+        return;
+    }
+    let elapsed = c.host_at.map(|t| t.elapsed().as_secs_f64());
+    c.host_at = Some(Instant::now());
+    let (Some(now), _) = crate::server::host::counters(None) else {
+        return;
+    };
+    let proc_ticks = crate::server::host::process_cpu(pid).map(|p| p.utime + p.stime);
+    let hz = crate::server::host::clock_ticks_per_s().unwrap_or(100) as f64;
+    if let (Some((prev, pprev)), Some(dt)) = (c.host_prev, elapsed) {
+        let total = |t: &crate::server::snapshot::CpuTicks| {
+            t.user + t.nice + t.system + t.idle + t.iowait + t.irq + t.softirq + t.steal
+        };
+        let dt_ticks = total(&now).saturating_sub(total(&prev)) as f64;
+        let idle = (now.idle + now.iowait).saturating_sub(prev.idle + prev.iowait) as f64;
+        if dt_ticks > 0.0 {
+            c.host_busy_pct = ((dt_ticks - idle) / dt_ticks * 100.0) as f32;
+        }
+        if let (Some(a), Some(b)) = (pprev, proc_ticks) {
+            c.server_cpu_pct = (b.saturating_sub(a) as f64 / hz / dt * 100.0) as f32;
+        }
+    }
+    c.host_prev = Some((now, proc_ticks));
+}
+
+/// Watch one server until the stop flag; never returns an error (they are logged).
+pub fn watch_one(sh: &Shared, w: &Watched) {
+    let plan = &sh.plan;
+    let m = &sh.metrics;
+    let label = ServerLabel {
+        server: w.name.clone(),
+    };
+    let mut target = w.target.clone();
+    // A hung server must not stall the sampler for a minute.
+    target.query_timeout = target.query_timeout.min(Duration::from_secs(10));
+    let w = &Watched {
+        name: w.name.clone(),
+        target,
+    };
+    let mut ring = Ring::new(plan.history_s + plan.after_s + 1.0, plan.hz);
+    let mut evals: Vec<Evaluator> = plan
+        .triggers
+        .iter()
+        .map(|t| Evaluator::new(t.clone(), plan.cooldown_s * 1e3))
+        .collect();
+    let mut rc = RateControl::new(plan.hz);
+    m.target_hz.get_or_create(&label).set(plan.hz);
+    m.up.get_or_create(&label).set(0);
+    m.reconnects.get_or_create(&label).inc_by(0);
+    m.bursts.get_or_create(&label).inc_by(0);
+    let mut info: Option<Info> = None;
+    let mut backoff = 1.0f64;
+    let mut down_since: Option<Instant> = None;
+    let mut last_err = String::new();
+    let mut pending: Option<Pending> = None;
+    let mut carry = Carry {
+        host_busy_pct: f32::NAN,
+        server_cpu_pct: f32::NAN,
+        ..Default::default()
+    };
+    while !sh.stop.load(Ordering::Relaxed) {
+        let mut conn = match connect_target(&w.target) {
+            Ok(c) => c,
+            Err(e) => {
+                m.up.get_or_create(&label).set(0);
+                let msg = e.to_string();
+                if msg != last_err {
+                    log(&format!(
+                        "{}: {msg}; retrying (back-off up to {MAX_BACKOFF_S:.0} s)",
+                        w.name
+                    ));
+                    last_err = msg;
+                }
+                down_since.get_or_insert_with(Instant::now);
+                crate::interrupt::sleep(Duration::from_secs_f64(backoff), &sh.stop);
+                backoff = (backoff * 2.0).min(MAX_BACKOFF_S);
+                continue;
+            }
+        };
+        match learn(sh, w, info.as_ref()) {
+            Ok(i) => {
+                if info.is_none() {
+                    log(&format!(
+                        "{}: connected ({}, {} cores{})",
+                        w.name,
+                        i.version,
+                        i.cores,
+                        if w.target.is_local() { ", local" } else { "" }
+                    ));
+                }
+                info = Some(i);
+            }
+            Err(e) if info.is_none() => {
+                log(&format!("{}: {e}; retrying", w.name));
+                crate::interrupt::sleep(Duration::from_secs_f64(backoff), &sh.stop);
+                backoff = (backoff * 2.0).min(MAX_BACKOFF_S);
+                continue;
+            }
+            Err(_) => {}
+        }
+        let Some(inf) = info.clone() else { continue };
+        if let Some(t) = down_since.take() {
+            m.reconnects.get_or_create(&label).inc();
+            log(&format!(
+                "{}: reconnected after {:.1} s down ({})",
+                w.name,
+                t.elapsed().as_secs_f64(),
+                inf.version
+            ));
+        }
+        last_err.clear();
+        backoff = 1.0;
+        rc.reset();
+        carry.last_t_ms = None;
+        m.up.get_or_create(&label).set(1);
+        let lost = loop {
+            if sh.stop.load(Ordering::Relaxed) {
+                break None;
+            }
+            let hz = rc.hz;
+            let n = ((ROUND_S * hz).round() as usize).max(1);
+            let round_start_ms = sh.now_ms();
+            let round_start = Instant::now();
+            let mut notes = Vec::new();
+            // Window ends just after the n-th slot's start, so the round takes n samples and
+            // the next round starts on the next slot.
+            let rec = burst_sample(
+                &mut conn,
+                hz,
+                (n as f64 - 1.0) / hz + 1e-6,
+                &sh.stop,
+                &mut notes,
+            );
+            carry.cpu_ns += rec.sampler_cpu_ns;
+            carry.samples += rec.points.len() as u64;
+            m.sampler_cpu
+                .get_or_create(&label)
+                .inc_by(rec.sampler_cpu_ns as f64 / 1e9);
+            m.sample_rtt
+                .get_or_create(&label)
+                .set(rec.query_p50_us / 1e6);
+            if w.target.is_local() {
+                host_signature(&mut carry, inf.pid);
+            }
+            for (i, p) in rec.points.iter().enumerate() {
+                let t_ms = round_start_ms + p.t_ms;
+                let dt_s = carry.last_t_ms.map_or(0.0, |l| (t_ms - l) / 1e3);
+                if i == 0 {
+                    // The first sample of a round: the sampler counts Questions from here, so
+                    // the interval since the last round is estimated at the last rate.
+                    carry.questions += (carry.qps * dt_s).round() as u64;
+                } else {
+                    let dq = p.questions.saturating_sub(rec.points[i - 1].questions);
+                    carry.questions += dq;
+                    if dt_s > 0.0 {
+                        carry.qps = dq as f64 / dt_s;
+                    }
+                }
+                carry.last_t_ms = Some(t_ms);
+                let s = Sample {
+                    t_ms,
+                    threads_running: p.threads_running.min(u32::MAX as u64) as u32,
+                    threads_connected: p.threads_connected.min(u32::MAX as u64) as u32,
+                    qps: carry.qps,
+                    row_lock_waits: p.row_lock_waits.min(u32::MAX as u64) as u32,
+                    rtt_us: rec.query_p50_us as f32,
+                    questions: carry.questions,
+                    host_busy_pct: carry.host_busy_pct,
+                    server_cpu_pct: carry.server_cpu_pct,
+                };
+                ring.push(s);
+                m.threads_running
+                    .get_or_create(&label)
+                    .observe(s.threads_running as f64);
+                if s.threads_running as f64 > inf.cores {
+                    if carry.burst_from.is_none() {
+                        carry.burst_from = Some(t_ms);
+                        m.bursts.get_or_create(&label).inc();
+                    }
+                } else if let Some(b) = carry.burst_from.take() {
+                    m.burst_duration
+                        .get_or_create(&label)
+                        .observe((t_ms - b) / 1e3);
+                }
+                for ev in evals.iter_mut() {
+                    let series = ev.trigger.series;
+                    let pt = Point {
+                        t_ms,
+                        value: s.get(series),
+                    };
+                    let ring_ref = &ring;
+                    if let Some(f) = ev.step(pt, inf.cores, || Box::new(ring_ref.series(series))) {
+                        if let Some(p) = &pending {
+                            log(&format!(
+                                "{}: trigger '{}' fired during the capture of '{}'; that capture covers it",
+                                w.name, f.trigger, p.fired.trigger
+                            ));
+                        } else {
+                            pending = begin(sh, w, &inf, f);
+                        }
+                    }
+                }
+                if pending.as_ref().is_some_and(|p| t_ms >= p.until_ms) {
+                    if let Some(p) = pending.take() {
+                        finish(sh, w, &inf, p, &ring, None, carry.cpu_ns_per_sample());
+                    }
+                }
+            }
+            let now = sh.now_ms();
+            let (achieved, gap) = ring.rate_and_gap(now, 10_000.0);
+            m.achieved_hz.get_or_create(&label).set(achieved);
+            m.longest_gap.get_or_create(&label).set(gap / 1e3);
+            if let Some(last) = ring.last() {
+                m.threads_connected
+                    .get_or_create(&label)
+                    .set(last.threads_connected as f64);
+            }
+            let max10 = ring
+                .iter()
+                .rev()
+                .take_while(|s| s.t_ms >= now - 10_000.0)
+                .map(|s| s.threads_running)
+                .max()
+                .unwrap_or(0);
+            m.threads_running_max
+                .get_or_create(&label)
+                .set(max10 as f64);
+            match rc.observe(rec.query_p50_us) {
+                Some(Change::Lowered { hz, rtt_us, usual_us }) => log(&format!(
+                    "{}: sample round trip {:.1} ms (usually {:.2} ms): the server looks saturated; lowering the rate to {hz} Hz",
+                    w.name,
+                    rtt_us / 1e3,
+                    usual_us / 1e3
+                )),
+                Some(Change::Raised { hz, rtt_us, back_to_target }) => log(&format!(
+                    "{}: round trip back to {:.2} ms; sampling at {hz} Hz{}",
+                    w.name,
+                    rtt_us / 1e3,
+                    if back_to_target { " again" } else { "" }
+                )),
+                None => {}
+            }
+            m.target_hz.get_or_create(&label).set(rc.hz);
+            if rec.interrupted && !sh.stop.load(Ordering::Relaxed) {
+                break Some(notes.pop().unwrap_or_else(|| "the sampler stopped".into()));
+            }
+            // Sleep to the next round's first slot.
+            let slot = Duration::from_secs_f64(n as f64 / hz);
+            let el = round_start.elapsed();
+            if el < slot {
+                crate::interrupt::sleep(slot - el, &sh.stop);
+            }
+        };
+        m.up.get_or_create(&label).set(0);
+        if let Some(why) = lost {
+            log(&format!(
+                "{}: connection lost ({why}); reconnecting",
+                w.name
+            ));
+            down_since = Some(Instant::now());
+            if let Some(p) = pending.take() {
+                let cut = format!(
+                    "the connection was lost {:.0} ms after the trigger; the after window is cut short",
+                    sh.now_ms() - p.fired.t_ms
+                );
+                finish(sh, w, &inf, p, &ring, Some(cut), carry.cpu_ns_per_sample());
+            }
+        }
+    }
+    if let (Some(p), Some(inf)) = (pending.take(), info.as_ref()) {
+        let cut = format!(
+            "watch was stopped {:.0} ms after the trigger; the after window is cut short",
+            sh.now_ms() - p.fired.t_ms
+        );
+        finish(sh, w, inf, p, &ring, Some(cut), carry.cpu_ns_per_sample());
+    }
+}
