@@ -196,6 +196,12 @@ fn a_burst_makes_one_capture_with_the_ramp_that_diagnoses_offline() {
         ]
         .map(String::from),
     );
+    // With perf installed (CI installs it), the capture also records the server for 1 s.
+    let perf = which("perf").is_some();
+    if perf {
+        let i = args.iter().position(|a| a == "--profile-seconds").unwrap();
+        args[i + 1] = "1".into();
+    }
     let w = Watch::start(&args);
     assert!(w.wait_for("connected", 30), "{}", w.stderr());
     std::thread::sleep(Duration::from_millis(1500));
@@ -253,6 +259,16 @@ fn a_burst_makes_one_capture_with_the_ramp_that_diagnoses_offline() {
         "innodb-status-after.txt",
     ] {
         assert!(cap.join(f).is_file(), "{f} missing in {}", cap.display());
+    }
+    if perf {
+        let script = cap.join("perf-script.txt");
+        assert!(script.is_file(), "no perf recording: {}", doc["notes"]);
+        let p = Command::new(bin())
+            .args(["profile", "--perf-script"])
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
     }
     let log = std::fs::read_to_string(out.join("watch.log")).unwrap();
     assert_eq!(log.lines().count(), 1, "{log}");

@@ -153,7 +153,12 @@ fn perf_record(pid: u32, seconds: f64, path: PathBuf) -> Result<PathBuf, String>
     };
     let p2 = path.clone();
     crate::profile::collect::record(&req, move |r| {
-        let mut f = std::fs::File::create(&p2)
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&p2)
             .map_err(|e| crate::Error::runtime(format!("{}: {e}", p2.display())))?;
         std::io::copy(&mut r.take(256 << 20), &mut f)
             .map_err(|e| crate::Error::runtime(format!("{}: {e}", p2.display())))?;
