@@ -137,18 +137,34 @@ pub fn text(doc: &LabDoc) -> String {
 }
 
 type Metric = fn(&Point) -> Option<f64>;
+type RunMetric = fn(&crate::lab::harness::RunMetrics) -> f64;
 
-/// The charts: (file stem, y label, metric).
-const CHARTS: [(&str, &str, Metric); 3] = [
-    ("throughput", "operations/s", |p| {
-        p.ops_per_s.map(|s| s.median)
-    }),
-    ("p99", "acquire p99 (ns)", |p| {
-        p.acquire_p99_ns.map(|s| s.median)
-    }),
-    ("cpu_per_op", "CPU ns per operation", |p| {
-        p.cpu_ns_per_op.map(|s| s.median)
-    }),
+/// The charts: (file stem, title, y label, y unit, median metric, per-run metric).
+const CHARTS: [(&str, &str, &str, chart::Unit, Metric, RunMetric); 3] = [
+    (
+        "throughput",
+        "throughput",
+        "operations/s",
+        chart::Unit::Count,
+        |p| p.ops_per_s.map(|s| s.median),
+        |r| r.ops_per_s,
+    ),
+    (
+        "p99",
+        "acquire p99",
+        "acquire p99",
+        chart::Unit::Nanos,
+        |p| p.acquire_p99_ns.map(|s| s.median),
+        |r| r.acquire_p99_ns,
+    ),
+    (
+        "cpu_per_op",
+        "CPU per operation",
+        "CPU time per operation",
+        chart::Unit::Nanos,
+        |p| p.cpu_ns_per_op.map(|s| s.median),
+        |r| r.cpu_ns_per_op,
+    ),
 ];
 
 /// Values in order of first appearance, each once.
@@ -162,21 +178,36 @@ fn unique<T: PartialEq + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
     v
 }
 
-/// One series per latch (each once) of `metric` against threads at pause scale `k`.
-pub fn chart_series(doc: &LabDoc, k: u32, metric: Metric) -> Vec<chart::Series> {
+/// Per latch (each once, one colour and marker each) the median of `metric` against threads
+/// at pause scale `k` as a line, and with several repeats the single runs as hollow points.
+pub fn chart_series(doc: &LabDoc, k: u32, metric: Metric, run: RunMetric) -> Vec<chart::Series> {
     let latches: Vec<LatchKind> = unique(doc.points.iter().map(|p| p.latch));
-    latches
-        .iter()
-        .map(|l| chart::Series {
-            name: l.to_string(),
-            points: doc
-                .points
+    let mut out = Vec::new();
+    for (g, l) in latches.iter().enumerate() {
+        let pts = || {
+            doc.points
                 .iter()
-                .filter(|p| p.latch == *l && p.pause_scale == k)
+                .filter(move |p| p.latch == *l && p.pause_scale == k)
+        };
+        out.push(chart::Series::line(
+            l.to_string(),
+            g,
+            pts()
                 .map(|p| (p.threads as f64, metric(p).unwrap_or(f64::NAN)))
                 .collect(),
-        })
-        .collect()
+        ));
+        if doc.plan.repeats > 1 {
+            out.push(chart::Series {
+                name: l.to_string(),
+                points: pts()
+                    .flat_map(|p| p.runs.iter().map(move |r| (p.threads as f64, run(r))))
+                    .collect(),
+                style: chart::Style::Repeats,
+                group: g,
+            });
+        }
+    }
+    out
 }
 
 /// Every chart as (file name, SVG): throughput, p99 and CPU per op against threads, one file
@@ -184,13 +215,15 @@ pub fn chart_series(doc: &LabDoc, k: u32, metric: Metric) -> Vec<chart::Series> 
 pub fn charts(doc: &LabDoc) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for k in unique(doc.points.iter().map(|p| p.pause_scale)) {
-        for (file, ylabel, f) in CHARTS {
-            let svg = chart::line_chart(
-                &format!("{ylabel} vs threads, pause scale {k}"),
-                "threads",
-                ylabel,
-                &chart_series(doc, k, f),
-            );
+        for (file, title, ylabel, unit, f, r) in CHARTS {
+            let svg = chart::render(&chart::Chart {
+                title: format!("lab: {title} vs threads, pause scale {k}"),
+                x_label: "threads".into(),
+                y_label: ylabel.into(),
+                y_unit: unit,
+                series: chart_series(doc, k, f, r),
+                marks: Vec::new(),
+            });
             out.push((format!("lab_{file}_k{k}.svg"), svg));
         }
     }
@@ -250,7 +283,7 @@ mod tests {
         }
         let doc = doc_with(pts);
         for k in [1, 14] {
-            let s = chart_series(&doc, k, CHARTS[0].2);
+            let s = chart_series(&doc, k, CHARTS[0].4, CHARTS[0].5);
             let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
             assert_eq!(names, ["mysql80", "time-budget"], "K={k}");
             assert!(s.iter().all(|s| s.points.len() == 2));

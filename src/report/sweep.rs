@@ -792,7 +792,7 @@ mod tests {
         );
         assert_eq!(back.config, doc.config);
         let page = crate::report::sweep_html::html(&doc);
-        assert!(page.matches("<svg").count() == 2 && page.contains("USL a"));
+        assert!(page.matches("<svg").count() == 2 && page.contains("USL fit a"));
     }
 }
 

@@ -4,11 +4,11 @@
 use std::fmt::Write;
 
 use crate::analysis::usl::usl_x;
-use crate::report::chart::{line_chart_marked, Mark, Series};
-use crate::report::sweep::{step_label, SweepDoc};
+use crate::report::chart::{render, Chart, Mark, Series, Style, Unit};
+use crate::report::sweep::{step_label, StepDoc, SweepDoc};
 
-/// Invalid steps as red crosses, their reason in the tooltip.
-fn invalid_marks(doc: &SweepDoc, y: impl Fn(&crate::report::sweep::StepDoc) -> f64) -> Vec<Mark> {
+/// Invalid steps as crosses, their reason in the tooltip.
+fn invalid_marks(doc: &SweepDoc, y: impl Fn(&StepDoc) -> f64) -> Vec<Mark> {
     doc.steps
         .iter()
         .filter(|s| !s.interrupted)
@@ -28,65 +28,117 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Throughput against concurrency, one line per variant, plus each variant's USL curve.
-pub fn throughput_chart(doc: &SweepDoc) -> String {
-    let mut series = Vec::new();
-    for va in &doc.analysis.variants {
-        series.push(Series {
-            name: va.variant.clone(),
-            points: va
-                .points
-                .iter()
-                .map(|p| (f64::from(p.threads), p.tps))
-                .collect(),
-        });
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
     }
-    for va in &doc.analysis.variants {
-        if let (Some(u), Some(last)) = (&va.usl, va.points.last()) {
-            let n_max = f64::from(last.threads);
-            let points = (0..=24)
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The valid, finished steps of one variant (the repeats behind its points).
+fn repeats<'a>(doc: &'a SweepDoc, variant: &'a str) -> impl Iterator<Item = &'a StepDoc> + 'a {
+    doc.steps
+        .iter()
+        .filter(move |s| s.variant == variant && !s.interrupted && s.invalid.is_none())
+}
+
+/// Throughput against concurrency: per variant the median of the repeats as a line, the single
+/// repeats as hollow points (when there are several), the USL fit dashed; invalid steps crossed.
+pub fn throughput_chart(doc: &SweepDoc) -> String {
+    let several = doc.config.repeat > 1;
+    let mut series = Vec::new();
+    for (g, va) in doc.analysis.variants.iter().enumerate() {
+        series.push(Series::line(
+            va.variant.clone(),
+            g,
+            va.points
+                .iter()
+                .map(|p| {
+                    let y = median(&p.tps_repeats).unwrap_or(p.tps);
+                    (f64::from(p.threads), y)
+                })
+                .collect(),
+        ));
+        if several {
+            series.push(Series {
+                name: va.variant.clone(),
+                points: repeats(doc, &va.variant)
+                    .map(|s| (f64::from(s.threads), s.tps))
+                    .collect(),
+                style: Style::Repeats,
+                group: g,
+            });
+        }
+        if let (Some(u), Some(first), Some(last)) = (&va.usl, va.points.first(), va.points.last()) {
+            // Samples evenly spaced in log2 of the thread count: smooth on either axis.
+            let (a, b) = (
+                f64::from(first.threads).max(1.0).log2(),
+                f64::from(last.threads).max(1.0).log2(),
+            );
+            let points = (0..=48)
                 .map(|i| {
-                    let n = 1.0 + (n_max - 1.0) * f64::from(i) / 24.0;
+                    let n = (a + (b - a) * f64::from(i) / 48.0).exp2();
                     (n, usl_x(n, u.sigma, u.kappa, u.lambda))
                 })
                 .collect();
             series.push(Series {
-                name: format!("USL {}", va.variant),
+                name: format!("USL fit {}", va.variant),
                 points,
+                style: Style::Fit,
+                group: g,
             });
         }
     }
-    line_chart_marked(
-        &format!("{}: throughput vs concurrency", doc.config.workload),
-        "client threads",
-        "transactions/s",
-        &series,
-        &invalid_marks(doc, |s| s.tps),
-    )
+    render(&Chart {
+        title: format!("{}: throughput vs concurrency", doc.config.workload),
+        x_label: "client threads".into(),
+        y_label: "transactions/s".into(),
+        y_unit: Unit::Count,
+        series,
+        marks: invalid_marks(doc, |s| s.tps),
+    })
 }
 
-/// p99 latency against concurrency, one line per variant.
+/// p99 latency against concurrency: per variant the median p99 of the repeats as a line, the
+/// single repeats as hollow points.
 pub fn p99_chart(doc: &SweepDoc) -> String {
-    let series: Vec<Series> = doc
-        .analysis
-        .variants
-        .iter()
-        .map(|va| Series {
-            name: va.variant.clone(),
-            points: va
-                .points
+    let several = doc.config.repeat > 1;
+    let mut series = Vec::new();
+    for (g, va) in doc.analysis.variants.iter().enumerate() {
+        series.push(Series::line(
+            va.variant.clone(),
+            g,
+            va.points
                 .iter()
-                .map(|p| (f64::from(p.threads), p.p99_us / 1000.0))
+                .map(|p| (f64::from(p.threads), p.p99_us * 1000.0))
                 .collect(),
-        })
-        .collect();
-    line_chart_marked(
-        &format!("{}: p99 latency vs concurrency", doc.config.workload),
-        "client threads",
-        "p99 ms",
-        &series,
-        &invalid_marks(doc, |s| s.latency_us.p99 / 1000.0),
-    )
+        ));
+        if several {
+            series.push(Series {
+                name: va.variant.clone(),
+                points: repeats(doc, &va.variant)
+                    .map(|s| (f64::from(s.threads), s.latency_us.p99 * 1000.0))
+                    .collect(),
+                style: Style::Repeats,
+                group: g,
+            });
+        }
+    }
+    render(&Chart {
+        title: format!("{}: p99 latency vs concurrency", doc.config.workload),
+        x_label: "client threads".into(),
+        y_label: "p99 latency".into(),
+        y_unit: Unit::Nanos,
+        series,
+        marks: invalid_marks(doc, |s| s.latency_us.p99 * 1000.0),
+    })
 }
 
 /// A self-contained HTML page: the table, the charts inline, the knee, USL and verdicts.
