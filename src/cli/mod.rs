@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod lab;
 pub mod probe;
 pub mod profile;
+pub mod report;
 pub mod restore;
 pub mod spin;
 pub mod sweep;
@@ -43,6 +44,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Contention laboratory: InnoDB-style and other latches with emulated slow PAUSE.
     Lab(lab::LabArgs),
+    /// One self-contained HTML (or Markdown) page from saved documents.
+    Report(report::ReportArgs),
     /// Sample a server with perf, fold stacks, name spin/latch frames, draw a flame graph.
     Profile(profile::ProfileArgs),
     /// Drive load at rising concurrency: the knee, the USL fit, and A/B of settings with a verdict.
@@ -74,6 +77,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Spin(a) => spin::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Report(a) => report::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Tune(a) => tune::run(a),

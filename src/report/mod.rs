@@ -3,6 +3,7 @@
 pub mod spin;
 
 pub mod chart;
+pub mod html;
 pub mod sweep;
 pub mod sweep_html;
 
