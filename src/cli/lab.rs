@@ -11,8 +11,8 @@ use crate::report;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example: spinscope lab --latch innodb57,mysql80,time-budget --threads 8 \
-    --compare-pause-scale 1,14 --repeats 5"
+    after_help = "Examples:\n  spinscope lab --latch innodb57,mysql80,time-budget --threads 8 \\\n    \
+    --compare-pause-scale 1,14 --repeats 5\n  spinscope lab --latch futex,ticket --threads 2,4 --json"
 )]
 pub struct LabArgs {
     /// Latches, comma-separated, or "all": innodb57, mysql80, mariadb106, time-budget, futex,

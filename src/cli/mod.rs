@@ -27,6 +27,22 @@ settings that spin for the time the defaults were designed for.
 Exit codes: 0 ok; 1 doctor findings at or above --fail-on; 2 bad input or a refusal; 3 runtime
 failure; 130 interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT).";
 
+const COMPLETIONS_AFTER: &str = "\
+Examples:
+  mkdir -p ~/.local/share/bash-completion/completions
+  spinscope completions bash > ~/.local/share/bash-completion/completions/spinscope
+  mkdir -p ~/.zfunc && spinscope completions zsh > ~/.zfunc/_spinscope   # fpath+=(~/.zfunc) in ~/.zshrc
+  mkdir -p ~/.config/fish/completions
+  spinscope completions fish > ~/.config/fish/completions/spinscope.fish
+
+New shells pick the script up; in the current one, `source` it.";
+
+const MAN_AFTER: &str = "\
+Examples:
+  spinscope man | man -l -
+  spinscope man --out-dir man      # man/spinscope.1, man/spinscope-doctor.1, ...
+  man -l man/spinscope-doctor.1";
+
 #[derive(Debug, Parser)]
 #[command(name = "spinscope", version, about = ABOUT, long_about = LONG_ABOUT)]
 pub struct Cli {
@@ -57,16 +73,19 @@ pub enum Command {
     /// Put back what spinscope left changed on a server (from its durable change journal).
     Restore(restore::RestoreArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    #[command(after_help = COMPLETIONS_AFTER)]
     Completions {
         /// The shell to generate completions for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Write the man pages (spinscope.1 and one per command) into a directory.
+    /// Print the spinscope(1) man page, or write every page into a directory with --out-dir.
+    #[command(after_help = MAN_AFTER)]
     Man {
-        /// Directory to write the pages into (created if missing).
-        #[arg(long, default_value = "man")]
-        out_dir: std::path::PathBuf,
+        /// Write spinscope.1 and one page per command into this directory (created if missing)
+        /// instead of printing spinscope.1 to stdout.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<std::path::PathBuf>,
     },
 }
 
@@ -91,8 +110,18 @@ pub fn run(cli: Cli) -> Result<i32> {
             print!("{}", String::from_utf8_lossy(&buf));
             Ok(EXIT_OK)
         }
-        Command::Man { out_dir } => {
+        Command::Man {
+            out_dir: Some(out_dir),
+        } => {
             write_man_pages(&out_dir)?;
+            Ok(EXIT_OK)
+        }
+        Command::Man { out_dir: None } => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .map_err(|e| crate::Error::runtime(format!("rendering the man page: {e}")))?;
+            print!("{}", String::from_utf8_lossy(&buf));
             Ok(EXIT_OK)
         }
     }

@@ -16,6 +16,11 @@ use crate::report;
 /// Arguments of `spinscope profile`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "process", "perf_script"])))]
+#[command(
+    after_help = "Examples:\n  spinscope profile --process mariadbd --seconds 10 --svg flame.svg\n  \
+    spinscope profile --pid 1234 --seconds 5 --json\n  \
+    spinscope profile --perf-script tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf"
+)]
 pub struct ProfileArgs {
     /// Profile the process with this id (perf record -g -p PID).
     #[arg(long)]

@@ -116,6 +116,8 @@ fn cpu_flag_given(a: &SpinArgs) -> bool {
 
 fn conn_flag_given(c: &ConnArgs) -> bool {
     c.url.is_some()
+        || c.target.is_some()
+        || c.defaults_extra_file.is_some()
         || c.host.is_some()
         || c.port.is_some()
         || c.socket.is_some()
@@ -162,7 +164,7 @@ fn source(a: &SpinArgs) -> Result<Option<Source>> {
     }
     if conn_flag_given(&a.conn) {
         return Err(Error::bad_input(
-            "connection flags (-h, -P, -S, -u, -p, --url) need --from-server; add it to read a live server's settings",
+            "a server or connection flags (TARGET, -h, -P, -S, -u, -p, --url) need --from-server; add it to read a live server's settings",
         ));
     }
     Ok(None)

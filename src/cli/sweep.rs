@@ -48,7 +48,10 @@ pub enum SweepCommand {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Examples:\n  spinscope sweep prepare --socket /run/mysqld/mysqld.sock --tables 4 --table-size 100000\n  spinscope sweep prepare mysql://bench@db1:3306/ -p --tables 8 --load-threads 4"
+)]
 pub struct PrepareArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
@@ -73,7 +76,10 @@ pub struct PrepareArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(disable_help_flag = true)]
+#[command(
+    disable_help_flag = true,
+    after_help = "Examples:\n  spinscope sweep cleanup --socket /run/mysqld/mysqld.sock\n  spinscope sweep cleanup bench@db1:3306 -p --schema spinscope"
+)]
 pub struct CleanupArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
