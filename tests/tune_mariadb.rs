@@ -193,3 +193,57 @@ fn tune_apply_leaves_the_winner_set_and_journaled() {
         "no open record: the change is intended, not left over"
     );
 }
+
+/// The long scenarios of docs/PERFORMANCE.md ("tune: 5-minute searches"), not run in CI:
+/// `cargo test --release --test tune_mariadb bench -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_tune_long_scenarios() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start() else { return };
+    cmd(&db, &["sweep", "prepare"])
+        .args(["--tables", "4", "--table-size", "10000"])
+        .assert()
+        .success();
+    let budget = std::env::var("TUNE_BENCH_BUDGET").unwrap_or_else(|_| "5m".into());
+    let aa_budget = std::env::var("TUNE_BENCH_AA_BUDGET").unwrap_or_else(|_| "2m".into());
+    let aa_runs: usize = std::env::var("TUNE_BENCH_AA_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let run = |label: &str, budget: &str| {
+        let t = std::time::Instant::now();
+        let out = cmd(&db, &["tune"])
+            .args([
+                "--workload",
+                "write-only",
+                "--threads",
+                "16",
+                "--budget",
+                budget,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!(
+            "=== {label} (budget {budget}, wall {:.0} s)\n{}",
+            t.elapsed().as_secs_f64(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(open_records(&db), 0);
+    };
+    run("start 6000", &budget);
+    assert_eq!(delay(&db), "6000");
+    db.sql("SET GLOBAL innodb_spin_wait_delay = DEFAULT");
+    for i in 1..=aa_runs {
+        run(
+            &format!("defaults, run {i}"),
+            if i == 1 { &budget } else { &aa_budget },
+        );
+        assert_eq!(delay(&db), "4");
+    }
+}

@@ -24,6 +24,69 @@ pub struct Row {
     pub status: String,
 }
 
+/// Throughput over one knob, the others at their defaults (the grid's points, the defaults,
+/// and any other candidate that moves only this knob).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    pub variable: String,
+    /// (value, mean tps and 95% interval; None without 2 valid repeats).
+    pub points: Vec<(u64, Option<Interval>)>,
+}
+
+/// The measured curve over each knob.
+pub fn curves(info: &FamilyInfo, rows: &[Row]) -> Vec<Curve> {
+    let d = crate::spin::model::default_settings(info);
+    let mut out = Vec::new();
+    let knobs: Vec<(&str, fn(&Settings) -> u64, fn(Settings, u64) -> Settings)> = vec![
+        (
+            info.delay.name,
+            |s| s.spin_wait_delay,
+            |s, v| Settings {
+                spin_wait_delay: v,
+                ..s
+            },
+        ),
+        (
+            info.loops.name,
+            |s| s.sync_spin_loops,
+            |s, v| Settings {
+                sync_spin_loops: v,
+                ..s
+            },
+        ),
+    ];
+    let mut all = knobs;
+    if let Some(m) = info.multiplier {
+        all.insert(
+            0,
+            (
+                m.name,
+                |s| s.pause_multiplier.unwrap_or(0),
+                |s, v| Settings {
+                    pause_multiplier: Some(v),
+                    ..s
+                },
+            ),
+        );
+    }
+    for (name, get, set) in all {
+        let mut pts: Vec<(u64, Option<Interval>)> = rows
+            .iter()
+            .filter(|r| set(d, get(&r.settings)) == r.settings)
+            .map(|r| (get(&r.settings), r.tps))
+            .collect();
+        pts.sort_by_key(|p| p.0);
+        pts.dedup_by_key(|p| p.0);
+        if pts.len() >= 2 {
+            out.push(Curve {
+                variable: name.to_string(),
+                points: pts,
+            });
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelView {
     /// The settings the spin model advised for this CPU (None: no CPU figure).
@@ -54,6 +117,8 @@ pub struct TuneDoc {
     pub method: String,
     /// Ranked: best mean throughput first among valid rows, then the rest.
     pub candidates: Vec<Row>,
+    #[serde(default)]
+    pub curves: Vec<Curve>,
     pub model: ModelView,
     pub decision: Decision,
     /// The winner's statements (empty when keeping).
@@ -189,6 +254,21 @@ pub fn render(d: &TuneDoc) -> String {
         ]);
     }
     out.push_str(&format!("{t}\n\n"));
+    for c in &d.curves {
+        let pts: Vec<String> = c
+            .points
+            .iter()
+            .map(|(v, t)| match t {
+                Some(t) => format!("{v}: {}", crate::report::fmt_num(t.mean)),
+                None => format!("{v}: -"),
+            })
+            .collect();
+        out.push_str(&format!(
+            "curve {} (tps; others at defaults): {}\n",
+            c.variable,
+            pts.join(", ")
+        ));
+    }
     match &d.model.settings {
         Some(s) => out.push_str(&format!(
             "model ({}; {}): {}; measured rank {}{}\n",
@@ -296,6 +376,7 @@ mod tests {
             rounds: 5,
             measurements: 15,
             method: METHOD.into(),
+            curves: curves(&info, &rows),
             candidates: rows,
             model: ModelView {
                 settings: None,
@@ -313,6 +394,14 @@ mod tests {
         };
         let text = render(&doc);
         assert!(text.contains("decision: change to defaults"), "{text}");
+        // current (6000), defaults (4) and the grid's d=1 lie on the delay curve.
+        assert_eq!(doc.curves.len(), 1, "{:?}", doc.curves);
+        let vals: Vec<u64> = doc.curves[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(vals, vec![1, 4, 6000]);
+        assert!(
+            text.contains("curve innodb_spin_wait_delay (tps; others at defaults): 1: 1520"),
+            "{text}"
+        );
         assert!(
             text.contains("SET GLOBAL innodb_spin_wait_delay = 4;"),
             "{text}"

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use mysql::prelude::Queryable;
 
 use super::candidates::{changes, generate, Candidate};
-use super::doc::{model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
+use super::doc::{curves, model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
 use super::race::{self, Race, RaceConfig, Sample};
 use crate::analysis::knee::{find_knee, StepPoint};
 use crate::analysis::validity::{invalid_reason, StepHealth};
@@ -390,6 +390,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         rounds: race.rounds,
         measurements: race.measurements,
         method: METHOD.into(),
+        curves: curves(&info, &ranked),
         candidates: ranked,
         model: ModelView {
             settings: model,
