@@ -160,25 +160,44 @@ fn tune_apply_leaves_the_winner_set_and_journaled() {
     let applied_dir = db.dir().join("state/spinscope/journal/applied");
     if doc["decision"]["change"] == true {
         assert_eq!(doc["applied"], true);
-        let want = doc["candidates"]
+        let w = &doc["candidates"]
             .as_array()
             .unwrap()
             .iter()
             .find(|r| r["status"] == "leader")
-            .unwrap()["settings"]["spin_wait_delay"]
-            .to_string();
-        assert_eq!(delay(&db), want, "the winner is left set");
-        let logged: Vec<String> = std::fs::read_dir(&applied_dir)
+            .unwrap()["settings"];
+        assert_eq!(
+            delay(&db),
+            w["spin_wait_delay"].to_string(),
+            "the winner is left set"
+        );
+        assert_eq!(
+            db.sql("SELECT @@GLOBAL.innodb_sync_spin_loops").trim(),
+            w["sync_spin_loops"].to_string()
+        );
+        let logged: Vec<Value> = std::fs::read_dir(&applied_dir)
             .unwrap()
             .flatten()
-            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap())
             .collect();
-        assert_eq!(logged.len(), 1, "{logged:?}");
-        assert!(
-            logged[0].contains("\"original\": \"6000\""),
-            "{}",
-            logged[0]
-        );
+        // One intended-change record per statement of the winner, with the value before.
+        let statements = doc["set_global"].as_array().unwrap();
+        assert_eq!(logged.len(), statements.len(), "{logged:?}");
+        for rec in &logged {
+            let what = rec["what"].as_str().unwrap();
+            let want = if what == "innodb_spin_wait_delay" {
+                "6000"
+            } else {
+                "30"
+            };
+            assert_eq!(rec["original"], want, "{rec}");
+            assert!(
+                statements
+                    .iter()
+                    .any(|s| s.as_str().unwrap().contains(what)),
+                "{rec}"
+            );
+        }
     } else {
         eprintln!(
             "no significant winner this time: {}",

@@ -33,11 +33,18 @@ pub struct Curve {
     pub points: Vec<(u64, Option<Interval>)>,
 }
 
+/// A knob: its variable, how to read it from settings and how to set it.
+type KnobFns = (
+    &'static str,
+    fn(&Settings) -> u64,
+    fn(Settings, u64) -> Settings,
+);
+
 /// The measured curve over each knob.
 pub fn curves(info: &FamilyInfo, rows: &[Row]) -> Vec<Curve> {
     let d = crate::spin::model::default_settings(info);
     let mut out = Vec::new();
-    let knobs: Vec<(&str, fn(&Settings) -> u64, fn(Settings, u64) -> Settings)> = vec![
+    let knobs: Vec<KnobFns> = vec![
         (
             info.delay.name,
             |s| s.spin_wait_delay,
