@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod doctor;
 pub mod error;
 pub mod files;
+pub mod fleet;
 pub mod interrupt;
 pub mod journal;
 pub mod lab;

@@ -18,6 +18,11 @@ Examples:
   spinscope doctor --url mysql://monitor@db1:3306 -p --window 30 --json
   spinscope doctor -h 127.0.0.1 -P 3306 -u root --enable-instruments --save-snapshot db1.json
   spinscope doctor --snapshot db1.json --fail-on warning
+  spinscope doctor root@db1:3306 root@db2:3306 root@db3:3306 --window 5
+  spinscope doctor --inventory fleet.txt --parallel 8 --json > fleet.json
+
+Several servers (positional TARGETs or --inventory, one `[NAME] TARGET` per line) are
+diagnosed in parallel and summarized one row each; the connection flags apply to every one.
 
 Needs read privileges plus PROCESS (INNODB STATUS); --enable-instruments also needs UPDATE on
 performance_schema and restores the previous state at the end, on error and on Ctrl-C.";
@@ -28,6 +33,18 @@ performance_schema and restores the previous state at the end, on error and on C
 pub struct DoctorArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
+    /// More servers to diagnose together with the first TARGET (fleet mode).
+    #[arg(value_name = "TARGET", conflicts_with = "snapshot")]
+    pub more: Vec<String>,
+    /// Diagnose every server in FILE (one `[NAME] TARGET` per line; `#` comments).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["snapshot", "save_snapshot"])]
+    pub inventory: Option<PathBuf>,
+    /// Fleet mode: servers diagnosed at once (one connection each).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub parallel: usize,
+    /// Fleet mode: print each server's full report after the summary table.
+    #[arg(long)]
+    pub details: bool,
     /// Observation window for the burst sampler and the deltas, in seconds (0: none).
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub window: f64,
@@ -98,6 +115,9 @@ fn check(a: &DoctorArgs) -> Result<()> {
 
 pub fn run(a: DoctorArgs) -> Result<i32> {
     check(&a)?;
+    if a.inventory.is_some() || !a.more.is_empty() {
+        return super::doctor_fleet::run(&a);
+    }
     let mut stop = Arc::new(AtomicBool::new(false));
     let (snap, source) = match &a.snapshot {
         Some(p) => {

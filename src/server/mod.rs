@@ -5,6 +5,7 @@ pub mod argv;
 pub mod collect;
 pub mod conn;
 pub mod host;
+pub mod inventory;
 pub mod live_settings;
 pub mod optfile;
 pub mod parse;

@@ -1,0 +1,409 @@
+//! Doctor over a fleet: several servers diagnosed in parallel with a bounded number of
+//! connections, one summary row each. A server that cannot be reached is one row with its
+//! error and never stops the others.
+//!
+//! The engine ([`diagnose`]) opens connections and starts threads; the summary of a row
+//! ([`Summary::of`]) and the table ([`render`]) are pure.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::doctor::{build_doc, DoctorDoc, Facts, Severity};
+use crate::server::collect::{collect, CollectOpts};
+use crate::server::conn::Target;
+
+pub const FLEET_SCHEMA: &str = "spinscope.doctor-fleet/1";
+
+/// One server to diagnose: a display name and how to reach it.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub name: String,
+    pub target: Target,
+}
+
+/// The headline numbers of one diagnosed server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Longest spin of one latch attempt with the current settings on this CPU, us.
+    pub max_spin_us: Option<f64>,
+    /// That, divided by what the version's defaults were designed for.
+    pub design_ratio: Option<f64>,
+    pub threads_running_p99: Option<f64>,
+    pub threads_running_max: Option<f64>,
+    pub worst_severity: Option<Severity>,
+    pub worst_finding: Option<String>,
+}
+
+impl Summary {
+    pub fn of(d: &DoctorDoc) -> Summary {
+        let budget = d.findings.iter().find(|f| f.id == "spin-budget");
+        let evidence = |n: &str| {
+            budget.and_then(|f| f.evidence.iter().find(|e| e.name == n).map(|e| e.value))
+        };
+        // Findings are sorted critical first; the worst is the first, if any above info.
+        let worst = d.findings.first();
+        Summary {
+            max_spin_us: evidence("max_spin_here"),
+            design_ratio: evidence("design_ratio"),
+            threads_running_p99: d.burst.as_ref().map(|b| b.threads_running.p99),
+            threads_running_max: d.burst.as_ref().map(|b| b.threads_running.max),
+            worst_severity: worst.map(|f| f.severity),
+            worst_finding: worst.map(|f| f.title.clone()),
+        }
+    }
+}
+
+/// One server's outcome: its document, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub name: String,
+    /// Where it was reached (no password).
+    pub target: String,
+    pub summary: Option<Summary>,
+    pub error: Option<String>,
+    pub doc: Option<DoctorDoc>,
+}
+
+/// The `--json` document of a fleet run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetDoc {
+    pub schema: String,
+    pub servers: Vec<Row>,
+    /// Servers with a document.
+    pub diagnosed: usize,
+    /// Servers that could not be diagnosed.
+    pub failed: usize,
+    pub max_severity: Option<Severity>,
+    pub interrupted: bool,
+}
+
+/// Diagnose every member with at most `parallel` at a time; rows keep the members' order.
+/// `progress` is called (from worker threads) with a line when a server is done.
+pub fn diagnose(
+    members: &[Member],
+    o: &CollectOpts,
+    parallel: usize,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(&str) + Sync),
+) -> FleetDoc {
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let rows: Mutex<Vec<Option<Row>>> = Mutex::new(vec![None; members.len()]);
+    let workers = parallel.clamp(1, members.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(m) = members.get(i) else { break };
+                let row = if stop.load(Ordering::Relaxed) {
+                    row_err(m, "not diagnosed: interrupted".into())
+                } else {
+                    diagnose_one(m, o, stop)
+                };
+                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+                let what = match (&row.error, &row.summary) {
+                    (Some(e), _) => format!("error: {e}"),
+                    (None, Some(s)) => format!(
+                        "{}",
+                        s.worst_severity.map_or("no findings", |v| v.name())
+                    ),
+                    _ => String::new(),
+                };
+                progress(&format!("[{k}/{}] {}: {what}", members.len(), m.name));
+                if let Ok(mut r) = rows.lock() {
+                    r[i] = Some(row);
+                }
+            });
+        }
+    });
+    let servers: Vec<Row> = rows
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .zip(members)
+        .map(|(r, m)| r.unwrap_or_else(|| row_err(m, "not diagnosed".into())))
+        .collect();
+    let diagnosed = servers.iter().filter(|r| r.doc.is_some()).count();
+    FleetDoc {
+        schema: FLEET_SCHEMA.to_string(),
+        failed: servers.len() - diagnosed,
+        diagnosed,
+        max_severity: servers
+            .iter()
+            .filter_map(|r| r.doc.as_ref()?.max_severity)
+            .max(),
+        interrupted: stop.load(Ordering::Relaxed),
+        servers,
+    }
+}
+
+fn row_err(m: &Member, e: String) -> Row {
+    Row {
+        name: m.name.clone(),
+        target: m.target.describe(),
+        summary: None,
+        error: Some(e),
+        doc: None,
+    }
+}
+
+fn diagnose_one(m: &Member, o: &CollectOpts, stop: &AtomicBool) -> Row {
+    // A local member's host facts are read from this machine; --host-facts, when given,
+    // prices the remote ones (as for a single server).
+    match collect(&m.target, o, stop) {
+        Ok(snap) => {
+            let lost = snap.lost_connection;
+            let doc = build_doc("live", &Facts::from_snapshot(snap));
+            Row {
+                name: m.name.clone(),
+                target: m.target.describe(),
+                summary: Some(Summary::of(&doc)),
+                error: lost.then(|| "the server went away during the window; partial".into()),
+                doc: Some(doc),
+            }
+        }
+        Err(e) => row_err(m, e.to_string()),
+    }
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+/// One row per server; `markdown` gives a Markdown table.
+pub fn render(d: &FleetDoc, markdown: bool) -> String {
+    let header = [
+        "server",
+        "version",
+        "max spin",
+        "vs design",
+        "Threads_running p99/max",
+        "worst finding",
+    ];
+    let cells: Vec<Vec<String>> = d
+        .servers
+        .iter()
+        .map(|r| {
+            let version = r
+                .doc
+                .as_ref()
+                .map(|d| d.server.clone())
+                .unwrap_or_else(|| "-".into());
+            match (&r.summary, &r.error) {
+                (Some(s), e) => vec![
+                    r.name.clone(),
+                    version,
+                    opt(s.max_spin_us, |v| crate::report::fmt_ns(v * 1e3)),
+                    opt(s.design_ratio, crate::spin::doc::fmt_ratio),
+                    match (s.threads_running_p99, s.threads_running_max) {
+                        (Some(p), Some(m)) => format!(
+                            "{}/{}",
+                            crate::report::fmt_num(p),
+                            crate::report::fmt_num(m)
+                        ),
+                        _ => "-".into(),
+                    },
+                    match (&s.worst_severity, &s.worst_finding, e) {
+                        (_, _, Some(e)) => format!("error: {e}"),
+                        (Some(v), Some(t), None) => format!("{}: {}", v.name(), clip(t, 90)),
+                        _ => "none".into(),
+                    },
+                ],
+                (None, e) => vec![
+                    r.name.clone(),
+                    version,
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    format!("error: {}", e.as_deref().unwrap_or("unknown")),
+                ],
+            }
+        })
+        .collect();
+    let mut s = String::new();
+    if markdown {
+        s.push_str("## spinscope doctor: fleet\n\n");
+        s.push_str(&format!("| {} |\n", header.join(" | ")));
+        s.push_str(&format!("|{}\n", "---|".repeat(header.len())));
+        for c in &cells {
+            let esc: Vec<String> = c.iter().map(|x| x.replace('|', "\\|")).collect();
+            s.push_str(&format!("| {} |\n", esc.join(" | ")));
+        }
+    } else {
+        s.push_str("spinscope doctor: fleet\n=======================\n");
+        let mut t = crate::report::table(&header);
+        for c in cells {
+            t.add_row(c);
+        }
+        s.push_str(&format!("{t}\n"));
+    }
+    s.push_str(&format!(
+        "\n{} of {} servers diagnosed{}{}\n",
+        d.diagnosed,
+        d.servers.len(),
+        if d.failed > 0 {
+            format!("; {} could not be (see their rows)", d.failed)
+        } else {
+            String::new()
+        },
+        if d.interrupted { "; interrupted" } else { "" }
+    ));
+    s
+}
+
+fn clip(t: &str, n: usize) -> String {
+    if t.chars().count() <= n {
+        t.to_string()
+    } else {
+        let mut c: String = t.chars().take(n.saturating_sub(3)).collect();
+        c.push_str("...");
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::{ev, Finding};
+
+    fn doc(findings: Vec<Finding>) -> DoctorDoc {
+        DoctorDoc {
+            schema: crate::doctor::DOCTOR_SCHEMA.into(),
+            source: "live".into(),
+            target: "t".into(),
+            server: "MariaDB 10.11".into(),
+            version: "10.11.19-MariaDB".into(),
+            semaphores: None,
+            burst: None,
+            host: None,
+            cpu_model: None,
+            pfs_top_waits: vec![],
+            pfs_instruments_restored: None,
+            refused: vec![],
+            notes: vec![],
+            max_severity: findings.iter().map(|f| f.severity).max(),
+            findings,
+        }
+    }
+
+    fn finding(id: &str, sev: Severity, evidence: Vec<crate::doctor::Evidence>) -> Finding {
+        Finding {
+            id: id.into(),
+            severity: sev,
+            title: format!("{id} title | with a pipe"),
+            evidence,
+            why: String::new(),
+            what_to_do: String::new(),
+            statements: vec![],
+            option_file: vec![],
+        }
+    }
+
+    #[test]
+    fn summary_reads_the_spin_budget_and_the_worst_finding() {
+        let d = doc(vec![
+            finding("running-bursts", Severity::Warning, vec![]),
+            finding(
+                "spin-budget",
+                Severity::Info,
+                vec![ev("max_spin_here", 48.5, "us"), ev("design_ratio", 1.7, "x")],
+            ),
+        ]);
+        let s = Summary::of(&d);
+        assert_eq!(s.max_spin_us, Some(48.5));
+        assert_eq!(s.design_ratio, Some(1.7));
+        assert_eq!(s.worst_severity, Some(Severity::Warning));
+        assert!(s.worst_finding.unwrap().starts_with("running-bursts"));
+        let none = Summary::of(&doc(vec![]));
+        assert_eq!(none.max_spin_us, None);
+        assert_eq!(none.worst_severity, None);
+    }
+
+    #[test]
+    fn table_has_one_row_per_server_and_names_errors() {
+        let ok = doc(vec![finding(
+            "spin-budget",
+            Severity::Critical,
+            vec![ev("max_spin_here", 1200.0, "us"), ev("design_ratio", 14.0, "x")],
+        )]);
+        let fd = FleetDoc {
+            schema: FLEET_SCHEMA.into(),
+            servers: vec![
+                Row {
+                    name: "db1".into(),
+                    target: "a".into(),
+                    summary: Some(Summary::of(&ok)),
+                    error: None,
+                    doc: Some(ok),
+                },
+                Row {
+                    name: "db2".into(),
+                    target: "b".into(),
+                    summary: None,
+                    error: Some("cannot connect to 10.0.0.9:3306".into()),
+                    doc: None,
+                },
+            ],
+            diagnosed: 1,
+            failed: 1,
+            max_severity: Some(Severity::Critical),
+            interrupted: false,
+        };
+        let t = render(&fd, false);
+        let db1 = t.lines().find(|l| l.contains("db1")).unwrap();
+        assert!(db1.contains("critical") && db1.contains("14"), "{t}");
+        let db2 = t.lines().find(|l| l.contains("db2")).unwrap();
+        assert!(db2.contains("error: cannot connect"), "{t}");
+        assert!(t.contains("1 of 2 servers diagnosed; 1 could not be"), "{t}");
+        let md = render(&fd, true);
+        assert_eq!(md.lines().filter(|l| l.starts_with("| db")).count(), 2);
+        // A pipe inside a cell is escaped so the Markdown table keeps its columns.
+        assert!(md.contains("title \\| with a pipe"), "{md}");
+    }
+
+    #[test]
+    fn unreachable_members_do_not_stop_the_others() {
+        // Two members on ports nothing listens on: both rows carry errors, in order.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mk = |n: &str| Member {
+            name: n.into(),
+            target: Target {
+                host: "127.0.0.1".into(),
+                port,
+                socket: None,
+                user: "x".into(),
+                password: None,
+                database: None,
+                ssl_mode: crate::server::conn::SslMode::Disabled,
+                ssl_ca: None,
+                connect_timeout: std::time::Duration::from_secs(2),
+                query_timeout: std::time::Duration::from_secs(2),
+            },
+        };
+        let members = vec![mk("a"), mk("b"), mk("c")];
+        let o = CollectOpts {
+            window_s: 0.0,
+            hz: 100.0,
+            enable_instruments: false,
+            host_facts: None,
+        };
+        let lines = Mutex::new(Vec::new());
+        let d = diagnose(&members, &o, 2, &AtomicBool::new(false), &|l| {
+            lines.lock().unwrap().push(l.to_string())
+        });
+        assert_eq!(d.servers.len(), 3);
+        assert_eq!(d.failed, 3);
+        assert_eq!(
+            d.servers.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        assert!(d.servers.iter().all(|r| r.error.is_some()));
+        assert_eq!(lines.lock().unwrap().len(), 3);
+    }
+}
