@@ -39,9 +39,8 @@ pub struct Summary {
 impl Summary {
     pub fn of(d: &DoctorDoc) -> Summary {
         let budget = d.findings.iter().find(|f| f.id == "spin-budget");
-        let evidence = |n: &str| {
-            budget.and_then(|f| f.evidence.iter().find(|e| e.name == n).map(|e| e.value))
-        };
+        let evidence =
+            |n: &str| budget.and_then(|f| f.evidence.iter().find(|e| e.name == n).map(|e| e.value));
         // Findings are sorted critical first; the worst is the first, if any above info.
         let worst = d.findings.first();
         Summary {
@@ -105,10 +104,10 @@ pub fn diagnose(
                 let k = done.fetch_add(1, Ordering::Relaxed) + 1;
                 let what = match (&row.error, &row.summary) {
                     (Some(e), _) => format!("error: {e}"),
-                    (None, Some(s)) => format!(
-                        "{}",
-                        s.worst_severity.map_or("no findings", |v| v.name())
-                    ),
+                    (None, Some(s)) => s
+                        .worst_severity
+                        .map_or("no findings", |v| v.name())
+                        .to_string(),
                     _ => String::new(),
                 };
                 progress(&format!("[{k}/{}] {}: {what}", members.len(), m.name));
@@ -308,7 +307,10 @@ mod tests {
             finding(
                 "spin-budget",
                 Severity::Info,
-                vec![ev("max_spin_here", 48.5, "us"), ev("design_ratio", 1.7, "x")],
+                vec![
+                    ev("max_spin_here", 48.5, "us"),
+                    ev("design_ratio", 1.7, "x"),
+                ],
             ),
         ]);
         let s = Summary::of(&d);
@@ -326,7 +328,10 @@ mod tests {
         let ok = doc(vec![finding(
             "spin-budget",
             Severity::Critical,
-            vec![ev("max_spin_here", 1200.0, "us"), ev("design_ratio", 14.0, "x")],
+            vec![
+                ev("max_spin_here", 1200.0, "us"),
+                ev("design_ratio", 14.0, "x"),
+            ],
         )]);
         let fd = FleetDoc {
             schema: FLEET_SCHEMA.into(),
@@ -356,7 +361,10 @@ mod tests {
         assert!(db1.contains("critical") && db1.contains("14"), "{t}");
         let db2 = t.lines().find(|l| l.contains("db2")).unwrap();
         assert!(db2.contains("error: cannot connect"), "{t}");
-        assert!(t.contains("1 of 2 servers diagnosed; 1 could not be"), "{t}");
+        assert!(
+            t.contains("1 of 2 servers diagnosed; 1 could not be"),
+            "{t}"
+        );
         let md = render(&fd, true);
         assert_eq!(md.lines().filter(|l| l.starts_with("| db")).count(), 2);
         // A pipe inside a cell is escaped so the Markdown table keeps its columns.
@@ -400,7 +408,10 @@ mod tests {
         assert_eq!(d.servers.len(), 3);
         assert_eq!(d.failed, 3);
         assert_eq!(
-            d.servers.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            d.servers
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>(),
             ["a", "b", "c"]
         );
         assert!(d.servers.iter().all(|r| r.error.is_some()));

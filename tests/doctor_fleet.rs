@@ -44,7 +44,13 @@ fn fleet_of_two_servers_and_one_unreachable() {
     .unwrap();
 
     let out = bin()
-        .args(["--inventory", inv.to_str().unwrap(), "--window", "1", "--json"])
+        .args([
+            "--inventory",
+            inv.to_str().unwrap(),
+            "--window",
+            "1",
+            "--json",
+        ])
         .args(["--connect-timeout", "3"])
         .output()
         .unwrap();
@@ -58,7 +64,11 @@ fn fleet_of_two_servers_and_one_unreachable() {
     let ghost = &d.servers[2];
     assert!(ghost.doc.is_none());
     assert!(
-        ghost.error.as_deref().unwrap_or("").contains(&dead.to_string()),
+        ghost
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains(&dead.to_string()),
         "{:?}",
         ghost.error
     );
@@ -91,7 +101,11 @@ fn fleet_of_two_servers_and_one_unreachable() {
     );
     assert!(text.contains("2 of 2 servers diagnosed"), "{text}");
     // Summary table plus one full report per server.
-    assert_eq!(text.matches("spinscope doctor: MariaDB").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("spinscope doctor: MariaDB").count(),
+        2,
+        "{text}"
+    );
     assert!(text.contains("vs design"), "{text}");
 
     // A broken inventory line is bad input naming the file and line.

@@ -16,7 +16,10 @@ fn members(a: &DoctorArgs) -> Result<Vec<Member>> {
     named.extend(a.more.iter().map(|t| (None, t.clone())));
     if let Some(p) = &a.inventory {
         let text = crate::files::read_capped(p, 1 << 20, "--inventory")?;
-        named.extend(crate::server::inventory::parse(&text, &p.display().to_string())?);
+        named.extend(crate::server::inventory::parse(
+            &text,
+            &p.display().to_string(),
+        )?);
     }
     if named.is_empty() {
         return Err(Error::bad_input(

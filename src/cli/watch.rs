@@ -108,7 +108,10 @@ fn servers(a: &WatchArgs) -> Result<Vec<Watched>> {
         .collect();
     if let Some(f) = &a.inventory {
         let text = crate::files::read_capped(f, 1 << 20, "--inventory")?;
-        list.extend(watch::inventory::parse(&text, &f.display().to_string())?);
+        list.extend(crate::server::inventory::parse(
+            &text,
+            &f.display().to_string(),
+        )?);
     }
     if list.is_empty() {
         let t = resolve(&a.conn)?;

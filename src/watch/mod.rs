@@ -7,7 +7,6 @@
 //! of 48 bytes, plus one capture's copy while it is written; nothing grows with the run time.
 
 pub mod capture;
-pub mod inventory;
 pub mod metrics;
 pub mod rate;
 pub mod ring;
