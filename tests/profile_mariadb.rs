@@ -91,9 +91,9 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
             .map(|l| (&l.name, l.samples))
             .collect::<Vec<_>>()
     );
-    // The share depends on how much CPU the contended load gets: 55-80% alone on 2 vCPUs,
-    // 48% once with other builds beside it. A quarter still means the spin loops dominate
-    // (nothing else in mariadbd comes near), and an unclassified profile gives under 5%.
+    // The share depends on how much CPU the contended load gets: it passed above 50% on an
+    // otherwise idle 2-vCPU machine and read 48% once with other builds running beside it.
+    // What this test is about, finding the loops without symbols, is checked below by name.
     assert!(
         spin_share > 0.25,
         "only {:.1}% of samples in spin loops",
