@@ -1,5 +1,5 @@
 //! The report page in a real browser: chromium renders a report built from real documents
-//! (tests/fixtures/report/: probe, spin, doctor, sweep, profile, lab as the commands saved them,
+//! (tests/fixtures/report/: probe, spin, doctor, sweep, profile, lab, tune as the commands saved them,
 //! plus a doctor snapshot and an input that is not a document); every section and chart must be
 //! in the DOM, no script may fail. Fails (not skips) under CI when chromium is missing.
 
@@ -61,6 +61,7 @@ fn report_renders_in_chromium_with_every_section_and_chart() {
         "tests/fixtures/report/sweep.json",
         "tests/fixtures/report/profile.json",
         "tests/fixtures/report/lab.json",
+        "tests/fixtures/report/tune.json",
         "Cargo.toml",
     ];
     let out = assert_cmd::Command::cargo_bin("spinscope")
@@ -92,6 +93,7 @@ fn report_renders_in_chromium_with_every_section_and_chart() {
         "Sweep: ",
         "Profile",
         "Lab: ",
+        "Tune: ",
         "Not included",
     ] {
         assert!(
@@ -101,8 +103,8 @@ fn report_renders_in_chromium_with_every_section_and_chart() {
     }
     assert_eq!(
         dom.matches("class=\"doc\"").count(),
-        7,
-        "seven documents rendered"
+        8,
+        "eight documents rendered"
     );
     assert!(
         dom.contains("Cargo.toml") && dom.contains("not a JSON document"),
@@ -115,6 +117,8 @@ fn report_renders_in_chromium_with_every_section_and_chart() {
         "lab_throughput_k1.svg",
         "lab_p99_k1.svg",
         "lab_cpu_per_op_k1.svg",
+        "tune_innodb_spin_wait_delay",
+        "tune_innodb_sync_spin_loops",
     ] {
         assert!(
             dom.contains(&format!("data-name=\"{chart}\"")),

@@ -13,6 +13,7 @@ mod probe;
 mod profile;
 mod spin;
 mod sweep;
+mod tune;
 
 use std::fmt::Write;
 use std::path::Path;
@@ -60,6 +61,7 @@ pub fn kinds() -> Vec<&'static dyn Kind> {
         &sweep::Sweep,
         &profile::Profile,
         &lab::Lab,
+        &tune::Tune,
     ]
 }
 
