@@ -216,7 +216,7 @@ fn tune_apply_leaves_the_winner_set_and_journaled() {
 /// The long scenarios of docs/PERFORMANCE.md ("tune: 5-minute searches"), not run in CI:
 /// `cargo test --release --test tune_mariadb bench -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a benchmark of several minutes (docs/PERFORMANCE.md, tune), run by hand"]
 fn bench_tune_long_scenarios() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start() else { return };
