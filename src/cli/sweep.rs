@@ -257,7 +257,8 @@ struct Plan {
     report_interval: Option<Duration>,
 }
 
-fn secs(flag: &str, v: f64, min: f64, max: f64) -> Result<Duration> {
+/// A flag in seconds within [min, max], as a Duration (bad input otherwise).
+pub(crate) fn secs(flag: &str, v: f64, min: f64, max: f64) -> Result<Duration> {
     if !(v.is_finite() && v >= min && v <= max) {
         return Err(Error::bad_input(format!(
             "{flag} {v}: use seconds from {min} to {max}"

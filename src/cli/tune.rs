@@ -2,7 +2,6 @@
 //! recommend only what is proven. The search is in `crate::tune`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::load::schema;
@@ -67,14 +66,7 @@ pub struct TuneArgs {
     pub seed: u64,
 }
 
-fn secs(flag: &str, v: f64, min: f64, max: f64) -> Result<Duration> {
-    if !(v.is_finite() && v >= min && v <= max) {
-        return Err(Error::bad_input(format!(
-            "{flag} {v}: use seconds from {min} to {max}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(v))
-}
+use super::sweep::secs;
 
 fn plan(a: &TuneArgs) -> Result<TunePlan> {
     let (kind, custom) = match &a.sql {
