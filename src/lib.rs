@@ -19,6 +19,7 @@ pub mod profile;
 pub mod report;
 pub mod server;
 pub mod spin;
+pub mod sweep;
 pub mod tune;
 pub mod watch;
 

@@ -1,6 +1,7 @@
-//! The real search: candidates measured on a server through the sweep's driver
-//! (`load::driver::run_step`) and settings guard (`load::guard::SettingsGuard`: every change
-//! journaled before it is made, restored at the end, on error and on a signal). The measuring is
+//! The real search: candidates measured on a server through the sweep engine's step
+//! (`sweep::measure_step`: the driver, validity read around it) and settings guard
+//! (`load::guard::SettingsGuard`: every change journaled before it is made, restored at the
+//! end, on error and on a signal). The measuring is
 //! behind [`Measure`] so the race does not care how one candidate is measured.
 
 use std::path::PathBuf;
@@ -14,15 +15,15 @@ use super::candidates::{changes, generate, Candidate};
 use super::doc::{curves, model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
 use super::race::{self, Race, RaceConfig, Sample};
 use crate::analysis::knee::{find_knee, StepPoint};
-use crate::analysis::validity::{invalid_reason, StepHealth};
 use crate::error::{Error, Result};
-use crate::load::driver::{run_step, ServerProbe, StepConfig};
+use crate::load::driver::ServerProbe;
 use crate::load::guard::SettingsGuard;
 use crate::load::spec::{Setting, Variant};
 use crate::load::workload::{Kind, Mix, Workload};
 use crate::load::{self, schema, Connector};
-use crate::server::conn::{self as server_conn, Target};
+use crate::server::conn::Target;
 use crate::spin::model::{default_settings, family_for, settings_from_vars, FamilyInfo, Settings};
+use crate::sweep::{connector, measure_step, Bench, Quiet, StepSpec};
 
 /// Measure one candidate once at `threads` for the plan's warm-up and duration; None when a
 /// stop was requested.
@@ -79,10 +80,11 @@ impl Measure for ServerMeasure<'_> {
             return Ok(None);
         }
         let v = variant(&self.info, &self.current, cand);
-        let applied = self.guard.apply(&v)?;
         self.n += 1;
-        let cfg = StepConfig {
+        let spec = StepSpec {
             threads,
+            variant: &v,
+            repeat: 1,
             warmup: self.plan.warmup,
             duration: self.plan.duration,
             rate: None,
@@ -90,59 +92,23 @@ impl Measure for ServerMeasure<'_> {
             label: format!("{} #{}", cand.name, self.n),
             seed: self.plan.seed ^ self.n << 8,
         };
-        let before = self.probe.uptime().ok();
-        let t0 = Instant::now();
-        let o = run_step(&cfg, &self.wl, &self.clients, &self.stop)?;
-        if o.interrupted {
+        let mut bench = Bench {
+            workload: &self.wl,
+            clients: &self.clients,
+            guard: self.guard,
+            probe: &mut self.probe,
+            stop: &self.stop,
+        };
+        let (sd, _) = measure_step(&mut bench, &spec, &mut Quiet)?;
+        if sd.interrupted {
             return Ok(None);
         }
-        let mut h = StepHealth {
-            txns: o.txns,
-            errors: o.errors.values().sum(),
-            first_error: o.first_error.clone(),
-            ..Default::default()
-        };
-        match self.probe.uptime() {
-            Ok(after) => h.uptime = before.map(|b| (b, after, t0.elapsed().as_secs_f64())),
-            Err(e) => h.unreadable = Some(format!("Uptime: {e}")),
-        }
-        for s in &applied {
-            let after = self.probe.global(&s.variable).unwrap_or_else(|e| {
-                h.unreadable = Some(format!("@@GLOBAL.{}: {e}", s.variable));
-                "unreadable".into()
-            });
-            h.settings
-                .push((s.variable.clone(), s.value.clone(), after));
-        }
-        let p99 = if o.hist.is_empty() {
-            0.0
-        } else {
-            o.hist.value_at_quantile(0.99) as f64
-        };
         Ok(Some(Sample {
-            windows_tps: o.windows_tps,
-            p99_us: p99,
-            invalid: invalid_reason(&h),
+            windows_tps: sd.windows_tps,
+            p99_us: sd.latency_us.p99,
+            invalid: sd.invalid,
         }))
     }
-}
-
-/// Connections as the sweep opens them: options resolved once, one connection per client.
-fn connector(target: &Target, db: Option<&str>) -> Connector {
-    let target = target.clone();
-    let db = db.map(str::to_string);
-    Arc::new(move || {
-        let mut c = if db.is_some() {
-            server_conn::connect_target_with(&target, |b| b.stmt_cache_size(0))?
-        } else {
-            server_conn::connect_target(&target)?
-        };
-        if let Some(db) = &db {
-            c.select_db(db)
-                .map_err(|e| Error::runtime(format!("USE {db}: {}", load::describe_error(&e).1)))?;
-        }
-        Ok(c)
-    })
 }
 
 /// The spin model's advice for the CPU: the settings whose longest spin matches what the
@@ -191,20 +157,21 @@ fn model_advice(
 }
 
 /// The default concurrency: the knee of a quick ladder at the current settings.
-fn quick_knee(
-    wl: &Workload,
-    clients: &Connector,
-    stop: &AtomicBool,
-    seed: u64,
-) -> Result<(u32, String)> {
+fn quick_knee(bench: &mut Bench, seed: u64) -> Result<(u32, String)> {
     let mut pts = Vec::new();
     let mut steps = Vec::new();
+    let current = Variant {
+        name: "current".into(),
+        settings: Vec::new(),
+    };
     for threads in [1u32, 2, 4, 8, 16, 32] {
-        if load::stopped(stop) {
+        if load::stopped(bench.stop) {
             break;
         }
-        let cfg = StepConfig {
+        let spec = StepSpec {
             threads,
+            variant: &current,
+            repeat: 1,
             warmup: Duration::from_millis(500),
             duration: Duration::from_secs(2),
             rate: None,
@@ -212,13 +179,8 @@ fn quick_knee(
             label: format!("ladder {threads}"),
             seed,
         };
-        let o = run_step(&cfg, wl, clients, stop)?;
-        let tps = o.txns as f64 / o.elapsed_s.max(1e-9);
-        let p99 = if o.hist.is_empty() {
-            0.0
-        } else {
-            o.hist.value_at_quantile(0.99) as f64
-        };
+        let (sd, _) = measure_step(bench, &spec, &mut Quiet)?;
+        let (tps, p99) = (sd.tps, sd.latency_us.p99);
         eprintln!(
             "spinscope: ladder: {threads} threads {tps:.0} tps, p99 {:.1} ms",
             p99 / 1000.0
@@ -307,9 +269,19 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     guard.validate(&variants)?;
     let stop = load::install_stop_flag()?;
     let started = Instant::now();
+    let mut probe = ServerProbe::new(Arc::clone(&admin_connect));
     let (threads, threads_source) = match plan.threads {
         Some(n) => (n, "--threads".to_string()),
-        None => quick_knee(&wl, &clients, &stop, plan.seed)?,
+        None => {
+            let mut bench = Bench {
+                workload: &wl,
+                clients: &clients,
+                guard: &mut guard,
+                probe: &mut probe,
+                stop: &stop,
+            };
+            quick_knee(&mut bench, plan.seed)?
+        }
     };
     if plan.threads.is_none() {
         eprintln!("spinscope: {threads} threads: {threads_source}");
@@ -335,7 +307,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         wl,
         clients,
         guard: &mut guard,
-        probe: ServerProbe::new(Arc::clone(&admin_connect)),
+        probe,
         stop: Arc::clone(&stop),
         n: 0,
     };

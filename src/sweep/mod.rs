@@ -1,0 +1,69 @@
+//! The sweep engine (`spinscope sweep run`, and the measuring of `tune`): a typed
+//! [`SweepPlan`], the ladder x repeat x variant loop with the server's settings changed through
+//! `load::guard` (journaled, restored), the step -> [`StepDoc`] conversion (percentiles, Little,
+//! open-loop "kept up", validity, the encoded histogram), and saving after every step.
+//!
+//! - [`plan`]: [`SweepPlan`] and its checks (every input checked before connecting).
+//! - [`step`]: one measured step through `load::driver::run_step`: [`measure_step`].
+//! - [`engine`]: [`run`]: the whole sweep into a [`SweepDoc`].
+//! - [`observe`]: the [`Observer`] trait progress is reported through; [`StderrLog`] prints the
+//!   classic `spinscope: ...` lines, [`Quiet`] nothing.
+//!
+//! The document type and its pure analysis and rendering are `report::sweep`.
+
+pub mod engine;
+pub mod observe;
+pub mod plan;
+pub mod step;
+
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::load::{self, Connector};
+use crate::server::conn::{self as server_conn, Target};
+
+pub use crate::report::sweep::{StepDoc, SweepDoc};
+pub use engine::{run, SweepRun};
+pub use observe::{Observer, Point, Quiet, StderrLog};
+pub use plan::{secs, Outputs, SweepPlan};
+pub use step::{measure_step, Bench, StepSpec};
+
+/// Connections for a sweep: options resolved once (an option file read, `-p` asked once), then
+/// every client thread and every reconnect opens its own connection, in `db` when given.
+pub fn connector(target: &Target, db: Option<&str>) -> Connector {
+    let target = target.clone();
+    let db = db.map(str::to_string);
+    // Client connections (those with a db) own their prepared statements: the mysql crate's
+    // own cache (32 by default) would close statements the workload still holds.
+    let own_statements = db.is_some();
+    Arc::new(move || {
+        let mut c = if own_statements {
+            server_conn::connect_target_with(&target, |b| b.stmt_cache_size(0))?
+        } else {
+            server_conn::connect_target(&target)?
+        };
+        if let Some(db) = &db {
+            c.select_db(db)
+                .map_err(|e| Error::runtime(format!("USE {db}: {}", load::describe_error(&e).1)))?;
+        }
+        Ok(c)
+    })
+}
+
+/// The two connectors a sweep uses: `admin` (no default schema: version, settings, Uptime)
+/// and `clients` (one connection per client thread, inside the scratch schema).
+#[derive(Clone)]
+pub struct Connectors {
+    pub admin: Connector,
+    pub clients: Connector,
+}
+
+impl Connectors {
+    /// Both connectors for `target`, the clients' inside `schema`.
+    pub fn for_target(target: &Target, schema: &str) -> Connectors {
+        Connectors {
+            admin: connector(target, None),
+            clients: connector(target, Some(schema)),
+        }
+    }
+}
