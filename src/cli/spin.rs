@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args};
 
+use crate::cpu::source::{self, check_float, CpuSource};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::server::conn::ConnArgs;
+use crate::server::live_settings::SettingsSource;
 use crate::spin::cpus;
 use crate::spin::doc::{self, Target};
-use crate::spin::model::{family_for, resolve_settings, settings_from_vars, Arch, CpuModel};
+use crate::spin::model::{family_for, resolve_settings, settings_from_vars, CpuModel};
 use crate::spin::version::{parse_version, server_version, Flavor};
 
 const AFTER_HELP: &str = "\
@@ -126,41 +128,12 @@ fn conn_flag_given(c: &ConnArgs) -> bool {
         || c.defaults_file.is_some()
 }
 
-/// Where the version and the settings come from.
-struct Source {
-    version: String,
-    comment: Option<String>,
-    vars: std::collections::BTreeMap<String, String>,
-    label: String,
-    /// The CPU recorded with the settings (a snapshot's host facts), when known.
-    cpu: Option<CpuModel>,
-    /// A live server not on this machine: this CPU is not its CPU.
-    remote: bool,
-}
-
-fn source(a: &SpinArgs) -> Result<Option<Source>> {
+fn source(a: &SpinArgs) -> Result<Option<SettingsSource>> {
     if let Some(p) = &a.snapshot {
-        let snap = crate::server::snapshot::Snapshot::load(p)?;
-        return Ok(Some(Source {
-            cpu: crate::doctor::facts::host_cpu(&snap),
-            label: format!("snapshot {} ({})", p.display(), snap.target),
-            version: snap.version,
-            comment: snap.version_comment,
-            vars: snap.variables,
-            remote: false,
-        }));
+        return SettingsSource::snapshot(p).map(Some);
     }
     if a.from_server {
-        let t = crate::server::conn::resolve(&a.conn)?;
-        let live = crate::server::live_settings::read(&t)?;
-        return Ok(Some(Source {
-            label: format!("live server {}", live.target),
-            version: live.version,
-            comment: live.version_comment,
-            vars: live.variables,
-            cpu: None,
-            remote: !live.local,
-        }));
+        return SettingsSource::live(&crate::server::conn::resolve(&a.conn)?).map(Some);
     }
     if conn_flag_given(&a.conn) {
         return Err(Error::bad_input(
@@ -170,76 +143,25 @@ fn source(a: &SpinArgs) -> Result<Option<Source>> {
     Ok(None)
 }
 
-fn check_float(flag: &str, v: f64, lo: f64, hi: f64) -> Result<f64> {
-    if !v.is_finite() || v < lo || v > hi {
-        return Err(Error::bad_input(format!(
-            "{flag} {v}: out of range; give a number from {lo} to {hi}"
-        )));
-    }
-    Ok(v)
-}
-
-/// Turn the CPU flags into a model; a live quick probe when none is given.
-fn resolve_cpu(a: &SpinArgs) -> Result<CpuModel> {
-    if let Some(name) = &a.cpu {
-        return Ok(CpuModel::from_reference(cpus::lookup(name)?));
-    }
-    if let Some(ns) = a.pause_ns {
-        let ns = check_float("--pause-ns", ns, 0.01, 1e6)?;
-        return Ok(CpuModel {
-            label: "--pause-ns".into(),
-            arch: host_arch(),
-            ns_per_hint: ns,
-            tsc_ticks_per_hint: None,
-            ghz: None,
-            approximate: false,
-            noise_pct: 0.0,
-        });
-    }
-    if let (Some(cy), Some(ghz)) = (a.pause_cycles, a.ghz) {
-        let cy = check_float("--pause-cycles", cy, 0.01, 1e6)?;
-        let ghz = check_float("--ghz", ghz, 0.1, 10.0)?;
-        return Ok(CpuModel {
-            label: format!("--pause-cycles {cy} at {ghz} GHz"),
-            arch: host_arch(),
-            ns_per_hint: cy / ghz,
-            // A server TSC ticks near the nominal clock: ticks per PAUSE ~ cycles.
-            tsc_ticks_per_hint: Some(cy),
-            ghz: Some(ghz),
-            approximate: false,
-            noise_pct: 0.0,
-        });
-    }
-    if let Some(path) = &a.probe {
-        return probe_model(Some(path));
-    }
-    eprintln!("spinscope: no CPU given; probing this one (use --cpu, --pause-ns or --probe FILE for another)");
-    probe_model(None)
-}
-
-/// A saved probe (`--probe FILE`) or a quick live probe of the current CPU.
-fn probe_model(path: Option<&std::path::Path>) -> Result<CpuModel> {
-    match path {
-        Some(p) => {
-            let r = crate::cpu::load_probe_file(p)?;
-            Ok(crate::cpu::cpu_model(
-                &r,
-                &format!("{} ({})", crate::cpu::describe(&r), p.display()),
-            ))
-        }
-        None => {
-            let r = crate::cpu::probe_current_cpu_quick()?;
-            Ok(crate::cpu::cpu_model(&r, &crate::cpu::describe(&r)))
+/// The CPU flags as a source; a quick probe of this machine when none is given.
+fn cpu_source(a: &SpinArgs) -> CpuSource {
+    match (&a.cpu, a.pause_ns, a.pause_cycles, a.ghz, &a.probe) {
+        (Some(name), ..) => CpuSource::Reference(name.clone()),
+        (_, Some(ns), ..) => CpuSource::PauseNs(ns),
+        (_, _, Some(cycles), Some(ghz), _) => CpuSource::PauseCycles { cycles, ghz },
+        (.., Some(p)) => CpuSource::ProbeFile(p.clone()),
+        _ => {
+            eprintln!("spinscope: no CPU given; probing this one (use --cpu, --pause-ns or --probe FILE for another)");
+            CpuSource::ThisMachine
         }
     }
 }
 
-fn host_arch() -> Arch {
-    if cfg!(target_arch = "aarch64") {
-        Arch::Aarch64
-    } else {
-        Arch::X86_64
-    }
+/// A reference CPU named by `flag`.
+fn reference(flag: &str, name: &str) -> Result<CpuModel> {
+    let c = cpus::lookup(name)
+        .map_err(|e| Error::bad_input(e.to_string().replacen("--cpu", flag, 1)))?;
+    Ok(CpuModel::from_reference(c))
 }
 
 pub fn run(a: SpinArgs) -> Result<i32> {
@@ -305,10 +227,7 @@ pub fn run(a: SpinArgs) -> Result<i32> {
     if let (Some(spec), Some(_)) = (info.multiplier, a.pause_multiplier) {
         given.push(spec.name.to_string());
     }
-    let baseline = CpuModel::from_reference(
-        cpus::lookup(&a.baseline)
-            .map_err(|e| Error::bad_input(e.to_string().replacen("--cpu", "--baseline", 1)))?,
-    );
+    let baseline = reference("--baseline", &a.baseline)?;
     let target = match (&a.target_us, &a.match_cpu) {
         (Some(us), _) => Some(Target::MaxSpinUs(check_float(
             "--target-us",
@@ -319,10 +238,7 @@ pub fn run(a: SpinArgs) -> Result<i32> {
         (None, Some(m)) if m.eq_ignore_ascii_case("baseline") => {
             Some(Target::Match(baseline.clone()))
         }
-        (None, Some(m)) => Some(Target::Match(CpuModel::from_reference(
-            cpus::lookup(m)
-                .map_err(|e| Error::bad_input(e.to_string().replacen("--cpu", "--match", 1)))?,
-        ))),
+        (None, Some(m)) => Some(Target::Match(reference("--match", m)?)),
         (None, None) => None,
     };
     let cpu = match src.as_ref().and_then(|s| s.cpu.clone()) {
@@ -335,7 +251,7 @@ pub fn run(a: SpinArgs) -> Result<i32> {
                         .to_string(),
                 );
             }
-            resolve_cpu(&a)?
+            source::resolve(&cpu_source(&a))?
         }
     };
     given.sort();

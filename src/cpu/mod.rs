@@ -14,6 +14,7 @@ pub mod arch;
 pub mod calc;
 pub mod cpuinfo;
 pub mod measure;
+pub mod source;
 pub mod timing;
 pub mod topology;
 

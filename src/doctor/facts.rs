@@ -8,7 +8,7 @@ use super::burst::{stats, BurstStats};
 use crate::server::parse::innodb::{self, InnodbStatus, SemaphoreLayout};
 use crate::server::parse::vars::Vars;
 use crate::server::snapshot::Snapshot;
-use crate::spin::model::{Arch, CpuModel};
+use crate::spin::model::CpuModel;
 use crate::spin::version::{parse_version, Flavor, ServerVersion};
 
 /// One performance_schema event over the window.
@@ -56,47 +56,10 @@ fn deltas(s: &Snapshot) -> Vec<WaitDelta> {
 }
 
 /// "measured here (quick probe)" for a local source, "measured: FILE" for a file.
-fn measured_label(source: &str) -> String {
-    match source {
-        "local (quick probe)" => "quick probe of the server's host".to_string(),
-        "local" => "probe of the server's host".to_string(),
-        other => format!("measured: {other}"),
-    }
-}
-
-/// The CPU the spin model prices for a snapshot's host facts, when known.
+/// The CPU the spin model prices for a snapshot's host facts, when known
+/// (`server::host::cpu_model`).
 pub fn host_cpu(s: &Snapshot) -> Option<CpuModel> {
-    let h = s.host.as_ref()?;
-    let arch = match h.arch.as_str() {
-        "aarch64" => Arch::Aarch64,
-        "x86_64" => Arch::X86_64,
-        _ => return None,
-    };
-    let ident = crate::spin::cpus::CpuIdent {
-        vendor: h.cpu_vendor.clone().unwrap_or_default(),
-        family: h.cpu_family.unwrap_or(0),
-        model: h.cpu_model.unwrap_or(0),
-        stepping: h.cpu_stepping.unwrap_or(0),
-        arm_implementer: h.arm_implementer.unwrap_or(0),
-        arm_part: h.arm_part.unwrap_or(0),
-    };
-    let reference = crate::spin::cpus::identify(&ident);
-    match (h.ns_per_hint, reference) {
-        (Some(ns), r) => Some(CpuModel {
-            label: measured_label(&h.source),
-            arch,
-            ns_per_hint: ns,
-            tsc_ticks_per_hint: h.tsc_ticks_per_hint,
-            ghz: r.map(|r| r.typical_ghz),
-            approximate: false,
-            noise_pct: h
-                .ns_per_hint_noise_pct
-                .unwrap_or(crate::spin::model::PROBE_NOISE_FLOOR_PCT)
-                .max(crate::spin::model::PROBE_NOISE_FLOOR_PCT),
-        }),
-        (None, Some(r)) => Some(CpuModel::from_reference(r)),
-        (None, None) => None,
-    }
+    s.host.as_ref().and_then(crate::server::host::cpu_model)
 }
 
 impl Facts {

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::snapshot::{CpuTicks, HostFacts, ProcCpu};
 use crate::error::{Error, Result};
+use crate::spin::model::{Arch, CpuModel};
 
 /// Parse the `cpu` line of /proc/stat.
 pub fn parse_proc_stat(text: &str) -> Option<CpuTicks> {
@@ -41,36 +42,23 @@ pub fn parse_ctxt(text: &str) -> Option<(u64, u64)> {
     ))
 }
 
-fn cpuinfo_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    text.lines()
-        .find(|l| l.split(':').next().map(str::trim) == Some(key))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim())
-}
-
-fn num(s: Option<&str>) -> Option<u32> {
-    let s = s?;
-    match s.strip_prefix("0x") {
-        Some(h) => u32::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
-
 /// Static facts of this machine.
 pub fn local_static() -> HostFacts {
     let read = |p: &str| std::fs::read_to_string(p).ok();
-    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let ci = crate::cpu::cpuinfo::parse_cpuinfo(&read("/proc/cpuinfo").unwrap_or_default());
+    let is_arm = ci.is_arm();
+    let opt = |x: u32| (x != 0).then_some(x);
     HostFacts {
         source: "local".to_string(),
         arch: std::env::consts::ARCH.to_string(),
         kernel_release: read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
-        cpu_model_name: cpuinfo_field(&cpuinfo, "model name").map(String::from),
-        cpu_vendor: cpuinfo_field(&cpuinfo, "vendor_id").map(String::from),
-        cpu_family: num(cpuinfo_field(&cpuinfo, "cpu family")),
-        cpu_model: num(cpuinfo_field(&cpuinfo, "model")),
-        cpu_stepping: num(cpuinfo_field(&cpuinfo, "stepping")),
-        arm_implementer: num(cpuinfo_field(&cpuinfo, "CPU implementer")),
-        arm_part: num(cpuinfo_field(&cpuinfo, "CPU part")),
+        cpu_model_name: Some(ci.model_name.clone()).filter(|s| !s.is_empty()),
+        cpu_vendor: Some(ci.vendor.clone()).filter(|s| !s.is_empty()),
+        cpu_family: (!is_arm).then_some(ci.family),
+        cpu_model: (!is_arm).then_some(ci.model),
+        cpu_stepping: (!is_arm).then_some(ci.stepping),
+        arm_implementer: opt(ci.arm_implementer),
+        arm_part: opt(ci.arm_part),
         online_cpus: std::thread::available_parallelism()
             .ok()
             .map(|n| n.get() as u32),
@@ -80,10 +68,14 @@ pub fn local_static() -> HostFacts {
     }
 }
 
-/// Host facts from a probe report (`spinscope probe --save FILE`, or a quick live probe).
+/// Host facts from a probe report (`spinscope probe --save FILE`, or a quick live probe). The
+/// spin figures are the probe's one CPU model (`cpu::cpu_model`), so `doctor --host-facts
+/// FILE` prices the CPU exactly as `spin --probe FILE` does (same hint time, the same TSC
+/// figure for MariaDB's multiplier, the same clock).
 pub fn from_probe(r: &crate::cpu::ProbeReport, source: &str) -> HostFacts {
     let opt = |x: u32| (x != 0).then_some(x);
     let is_arm = r.cpu.arm_implementer != 0;
+    let m = crate::cpu::cpu_model(r, source);
     HostFacts {
         source: source.to_string(),
         arch: r.host.arch.clone(),
@@ -97,9 +89,10 @@ pub fn from_probe(r: &crate::cpu::ProbeReport, source: &str) -> HostFacts {
         arm_part: opt(r.cpu.arm_part),
         online_cpus: Some(r.topology.threads as u32).filter(|&n| n > 0),
         cache_line_bytes: r.cache_line_bytes,
-        ns_per_hint: Some(r.summary.ns_per_hint),
-        tsc_ticks_per_hint: (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint),
-        ns_per_hint_noise_pct: Some(crate::cpu::noise_pct(r)),
+        ns_per_hint: Some(m.ns_per_hint),
+        tsc_ticks_per_hint: m.tsc_ticks_per_hint,
+        cpu_ghz: m.ghz,
+        ns_per_hint_noise_pct: Some(m.noise_pct),
         ..Default::default()
     }
 }
@@ -110,14 +103,60 @@ pub fn local_with_probe() -> HostFacts {
     let mut h = local_static();
     match crate::cpu::probe_current_cpu_quick() {
         Ok(r) => {
-            h.source = "local (quick probe)".to_string();
-            h.ns_per_hint = Some(r.summary.ns_per_hint);
-            h.tsc_ticks_per_hint = (r.host.arch == "x86_64").then_some(r.summary.ticks_per_hint);
-            h.ns_per_hint_noise_pct = Some(crate::cpu::noise_pct(&r));
+            let p = from_probe(&r, "local (quick probe)");
+            h.source = p.source;
+            h.ns_per_hint = p.ns_per_hint;
+            h.tsc_ticks_per_hint = p.tsc_ticks_per_hint;
+            h.cpu_ghz = p.cpu_ghz;
+            h.ns_per_hint_noise_pct = p.ns_per_hint_noise_pct;
         }
         Err(e) => eprintln!("spinscope: spin hint not measured ({e}); using the reference table"),
     }
     h
+}
+
+fn measured_label(source: &str) -> String {
+    match source {
+        "local (quick probe)" => "quick probe of the server's host".to_string(),
+        "local" => "probe of the server's host".to_string(),
+        other => format!("measured: {other}"),
+    }
+}
+
+/// The CPU the spin model prices for host facts, when known: the measured figures (from a
+/// probe through `cpu::cpu_model`, see [`from_probe`]) or else the reference table's CPU.
+pub fn cpu_model(h: &HostFacts) -> Option<CpuModel> {
+    let arch = match h.arch.as_str() {
+        "aarch64" => Arch::Aarch64,
+        "x86_64" => Arch::X86_64,
+        _ => return None,
+    };
+    let ident = crate::spin::cpus::CpuIdent {
+        vendor: h.cpu_vendor.clone().unwrap_or_default(),
+        family: h.cpu_family.unwrap_or(0),
+        model: h.cpu_model.unwrap_or(0),
+        stepping: h.cpu_stepping.unwrap_or(0),
+        arm_implementer: h.arm_implementer.unwrap_or(0),
+        arm_part: h.arm_part.unwrap_or(0),
+    };
+    let reference = crate::spin::cpus::identify(&ident);
+    match (h.ns_per_hint, reference) {
+        (Some(ns), r) => Some(CpuModel {
+            label: measured_label(&h.source),
+            arch,
+            ns_per_hint: ns,
+            tsc_ticks_per_hint: h.tsc_ticks_per_hint,
+            // The probe's clock when the facts carry it, else the reference table's.
+            ghz: h.cpu_ghz.or(r.map(|r| r.typical_ghz)),
+            approximate: false,
+            noise_pct: h
+                .ns_per_hint_noise_pct
+                .unwrap_or(crate::spin::model::PROBE_NOISE_FLOOR_PCT)
+                .max(crate::spin::model::PROBE_NOISE_FLOOR_PCT),
+        }),
+        (None, Some(r)) => Some(CpuModel::from_reference(r)),
+        (None, None) => None,
+    }
 }
 
 /// The server's pid from its pid file, if it is readable here and the process exists.

@@ -54,3 +54,45 @@ pub fn read(t: &Target) -> Result<LiveSettings> {
             .collect(),
     })
 }
+
+/// Where `spin` reads a version and spin settings from: a doctor snapshot or a live server.
+#[derive(Debug, Clone)]
+pub struct SettingsSource {
+    pub version: String,
+    pub comment: Option<String>,
+    pub vars: BTreeMap<String, String>,
+    /// `snapshot FILE (target)` or `live server TARGET`.
+    pub label: String,
+    /// The CPU recorded with the settings (a snapshot's host facts), when known.
+    pub cpu: Option<crate::spin::model::CpuModel>,
+    /// A live server not on this machine: this CPU is not its CPU.
+    pub remote: bool,
+}
+
+impl SettingsSource {
+    /// From a snapshot saved by `doctor --save-snapshot`, with its host's CPU when it has one.
+    pub fn snapshot(p: &std::path::Path) -> Result<SettingsSource> {
+        let snap = super::snapshot::Snapshot::load(p)?;
+        Ok(SettingsSource {
+            cpu: snap.host.as_ref().and_then(super::host::cpu_model),
+            label: format!("snapshot {} ({})", p.display(), snap.target),
+            version: snap.version,
+            comment: snap.version_comment,
+            vars: snap.variables,
+            remote: false,
+        })
+    }
+
+    /// From a live server.
+    pub fn live(t: &Target) -> Result<SettingsSource> {
+        let live = read(t)?;
+        Ok(SettingsSource {
+            label: format!("live server {}", live.target),
+            version: live.version,
+            comment: live.version_comment,
+            vars: live.variables,
+            cpu: None,
+            remote: !live.local,
+        })
+    }
+}

@@ -109,7 +109,13 @@ pub struct HostFacts {
     pub cache_line_bytes: Option<u32>,
     /// Measured ns per spin hint (from a probe), when known.
     pub ns_per_hint: Option<f64>,
+    /// TSC ticks per PAUSE as MariaDB's startup rule sees it (x86): the figure that decides its
+    /// multiplier, taken from the probe by `cpu::cpu_model`.
     pub tsc_ticks_per_hint: Option<f64>,
+    /// Core clock in GHz from the probe (`cpu::cpu_model`), when it had one; absent in older
+    /// snapshots (the reference table's clock is used then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ghz: Option<f64>,
     /// Half-width of the measured figure's noise interval, percent (see
     /// `spin::model::probe_noise_pct`); absent in older snapshots.
     #[serde(default)]
