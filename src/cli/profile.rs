@@ -239,7 +239,7 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
     if a.json {
         report::print_json(&an.doc)?;
     } else {
-        print_table(&an.doc);
+        print!("{}", profile::render::text(&an.doc));
     }
     Ok(EXIT_OK)
 }
@@ -248,87 +248,4 @@ fn unreachable_target() -> Result<u32> {
     Err(Error::bad_input(
         "give --pid PID, --process NAME or --perf-script FILE",
     ))
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", 100.0 * x)
-}
-
-fn print_table(d: &profile::ProfileDoc) {
-    if let Some(h) = &d.headline {
-        println!("{h}");
-        println!();
-    }
-    if d.samples == 0 {
-        return;
-    }
-    let event = d.source.event.as_deref().unwrap_or("unnamed event");
-    println!(
-        "{} samples of {event}, weight {} {}{}; {} without a symbol at the sampled IP; {} in \
-         spin loops found from instruction bytes",
-        d.samples,
-        d.weight,
-        d.weight_unit,
-        if d.call_chains {
-            ""
-        } else {
-            " (no call chains)"
-        },
-        d.no_symbol_samples,
-        d.spin_loop_samples
-    );
-    println!();
-    let mut t = report::table(&[
-        "class",
-        "share",
-        "samples",
-        "inclusive",
-        "at most x faster if halved",
-        "if removed",
-    ]);
-    for c in &d.classes {
-        t.add_row(vec![
-            c.label.clone(),
-            pct(c.self_share),
-            c.self_samples.to_string(),
-            pct(c.inclusive_share),
-            format!("{}x", report::fmt_num(c.amdahl_at_most_if_halved)),
-            c.amdahl_at_most_if_removed
-                .map_or("unbounded".into(), |x| format!("{}x", report::fmt_num(x))),
-        ]);
-    }
-    println!("{t}");
-    if !d.spin_loops.is_empty() {
-        println!();
-        let mut t = report::table(&["spin loop (no symbol)", "share", "samples"]);
-        for l in d.spin_loops.iter().take(10) {
-            t.add_row(vec![l.name.clone(), pct(l.share), l.samples.to_string()]);
-        }
-        println!("{t}");
-    }
-    for c in d.classes.iter().filter(|c| c.self_samples > 0) {
-        println!();
-        println!("top stacks: {} ({})", c.label, pct(c.self_share));
-        for s in &c.top_stacks {
-            println!(
-                "  {:>6} {:>7}  {}",
-                pct(s.share),
-                s.samples,
-                abbreviate(&s.stack)
-            );
-        }
-    }
-    println!();
-    for n in &d.notes {
-        println!("note: {n}");
-    }
-}
-
-/// Keep the leaf end of long stacks readable.
-fn abbreviate(stack: &str) -> String {
-    let frames: Vec<&str> = stack.split(';').collect();
-    if frames.len() <= 6 {
-        return stack.to_string();
-    }
-    format!("{};...;{}", frames[0], frames[frames.len() - 5..].join(";"))
 }

@@ -6,6 +6,7 @@
 pub mod collect;
 pub mod elf;
 pub mod fold;
+pub mod render;
 pub mod rules;
 pub mod svg;
 
