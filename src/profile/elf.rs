@@ -2,7 +2,10 @@
 //! binary and recognise a spin-hint loop (x86: the IP right after `pause` F3 90 in a short
 //! backward loop; aarch64: right after `isb`/`yield` with a backward branch close by).
 
-use object::{Object, ObjectSegment};
+use std::os::unix::fs::FileExt;
+
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::read::ReadCache;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Arch {
@@ -11,35 +14,65 @@ enum Arch {
     Other,
 }
 
-/// A binary's loadable segments and bytes.
+/// A binary's loadable segments; instruction bytes are read from the file when asked for
+/// (only the ELF and program headers are read to open it, never the whole file).
 pub struct Binary {
-    data: Vec<u8>,
-    /// (vaddr, size in file, file offset)
-    loads: Vec<(u64, u64, u64)>,
+    file: std::fs::File,
+    len: u64,
+    loads: Loads,
     arch: Arch,
 }
 
+/// (vaddr, size in file, file offset) of each loadable segment.
+type Loads = Vec<(u64, u64, u64)>;
+
+/// PT_LOAD segments with file bytes, and the machine, of an ELF header of class `H`.
+fn load_segments<H>(data: &ReadCache<std::fs::File>) -> Option<(Loads, u16)>
+where
+    H: FileHeader<Endian = object::Endianness>,
+{
+    let h = H::parse(data).ok()?;
+    let e = h.endian().ok()?;
+    let loads = h
+        .program_headers(e, data)
+        .ok()?
+        .iter()
+        .filter(|p| p.p_type(e) == object::elf::PT_LOAD)
+        .filter_map(|p| {
+            let size: u64 = p.p_filesz(e).into();
+            (size > 0).then(|| (p.p_vaddr(e).into(), size, p.p_offset(e).into()))
+        })
+        .collect();
+    Some((loads, h.e_machine(e)))
+}
+
 impl Binary {
-    /// Read and parse an ELF file; `None` when it cannot be read or is not ELF.
+    /// Open an ELF file and read its program headers; `None` when it cannot be read or is not
+    /// ELF.
     pub fn open(path: &std::path::Path) -> Option<Binary> {
-        let data = std::fs::read(path).ok()?;
-        let (loads, arch) = {
-            let file = object::File::parse(&*data).ok()?;
-            let arch = match file.architecture() {
-                object::Architecture::X86_64 | object::Architecture::I386 => Arch::X86,
-                object::Architecture::Aarch64 => Arch::Aarch64,
-                _ => Arch::Other,
-            };
-            let loads = file
-                .segments()
-                .filter_map(|s| {
-                    let (off, size) = s.file_range();
-                    (size > 0).then_some((s.address(), size, off))
-                })
-                .collect();
-            (loads, arch)
+        let file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        let cache = ReadCache::new(file);
+        let (loads, machine) = match object::FileKind::parse(&cache).ok()? {
+            object::FileKind::Elf64 => {
+                load_segments::<object::elf::FileHeader64<object::Endianness>>(&cache)?
+            }
+            object::FileKind::Elf32 => {
+                load_segments::<object::elf::FileHeader32<object::Endianness>>(&cache)?
+            }
+            _ => return None,
         };
-        Some(Binary { data, loads, arch })
+        let arch = match machine {
+            object::elf::EM_X86_64 | object::elf::EM_386 => Arch::X86,
+            object::elf::EM_AARCH64 => Arch::Aarch64,
+            _ => Arch::Other,
+        };
+        Some(Binary {
+            file: cache.into_inner(),
+            len,
+            loads,
+            arch,
+        })
     }
 
     /// File offset of a virtual address (as perf prints it for a DSO), via the program headers.
@@ -55,12 +88,21 @@ impl Binary {
         let Some(off) = self.file_offset(vaddr) else {
             return false;
         };
-        let Ok(off) = usize::try_from(off) else {
+        if off > self.len {
             return false;
-        };
+        }
+        // Every byte the recognisers look at: 64 before the hint, 48 + 6 after the IP.
+        // (Aligned to 4 bytes, so that the aarch64 check sees the IP's own alignment.)
+        let start = off.saturating_sub(128) & !3;
+        let end = (off + 64).min(self.len);
+        let mut window = vec![0u8; (end - start) as usize];
+        if self.file.read_exact_at(&mut window, start).is_err() {
+            return false;
+        }
+        let ip = (off - start) as usize;
         match self.arch {
-            Arch::X86 => x86_spin_loop(&self.data, off),
-            Arch::Aarch64 => aarch64_spin_loop(&self.data, off),
+            Arch::X86 => x86_spin_loop(&window, ip),
+            Arch::Aarch64 => aarch64_spin_loop(&window, ip),
             Arch::Other => false,
         }
     }

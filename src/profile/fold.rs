@@ -9,7 +9,7 @@
 //! on line length and total size; memory grows with distinct stacks, not with the input.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Read};
+use std::io::Read;
 
 /// Longest line accepted (a frame line is a few hundred bytes; a C++ template symbol a few KB).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
@@ -155,51 +155,152 @@ enum Filter {
     Skip,
 }
 
-/// The state machine of one pass (inferno's perf collapser, rewritten around one key buffer).
+/// Marks a frame id that stands for `leaves[id & !LEAF_BIT]`.
+const LEAF_BIT: u32 = 1 << 31;
+const NO_SLOT: u32 = u32::MAX;
+/// Bytes of distinct frame lines remembered (beyond it, new lines are parsed every time).
+const MEMO_CAP_BYTES: usize = 16 << 20;
+
+/// What one frame line contributes, whatever sample it is in (perf repeats the same lines).
+struct FrameMemo {
+    /// A frame that inferno drops (`(...)` symbol): counted as a frame line, nothing more.
+    skip: bool,
+    unknown: bool,
+    /// A leaf candidate without a symbol: (module, ip, default name), and its slot once used.
+    leaf: Option<Box<(String, u64, String)>>,
+    leaf_slot: u32,
+    /// Name ids in `State::memo_ids[ids.0..ids.1]`, pushed leaf first.
+    ids: (u32, u32),
+}
+
+/// The state machine of one pass (inferno's perf collapser, rewritten around frame ids: each
+/// distinct frame line is parsed once, each distinct name stored once, stacks keyed by ids).
 struct State {
     opt: FoldOptions,
     event_filter: Option<String>,
     in_event: bool,
     filter: Filter,
     pname: String,
+    pname_id: u32,
+    java: bool,
     period: Option<u64>,
-    /// Frame names of the current sample, leaf first, each line's inlined chain reversed.
+    /// Scratch for the names of one frame line.
     names: String,
-    frames: Vec<(u32, u32)>,
+    spans: Vec<(u32, u32)>,
+    /// Frame ids of the current sample, leaf first, each line's inlined chain reversed.
+    frames: Vec<u32>,
     depth: usize,
     leaf_unknown: bool,
-    key: String,
+    key: Vec<u32>,
+    name_ids: HashMap<String, u32, std::hash::BuildHasherDefault<StackHasher>>,
+    name_list: Vec<String>,
+    memo: HashMap<Box<[u8]>, u32, std::hash::BuildHasherDefault<StackHasher>>,
+    memo_bytes: usize,
+    memo_cap: usize,
+    memos: Vec<FrameMemo>,
+    memo_ids: Vec<u32>,
+    stacks: HashMap<Vec<u32>, Tally, std::hash::BuildHasherDefault<StackHasher>>,
     leaf_index: HashMap<(String, u64), usize>,
     out: Folded,
 }
 
+/// The lines of a reader, cut out of one reused buffer (no copy per line). A line is returned
+/// with its `\n`; one longer than `MAX_LINE_BYTES` is returned cut to `MAX_LINE_BYTES + 1`.
+struct Lines<R> {
+    r: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<R: Read> Lines<R> {
+    fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
+        loop {
+            let avail = &self.buf[self.start..self.end];
+            if let Some(i) = memchr::memchr(b'\n', avail) {
+                let s = self.start;
+                let n = (i + 1).min(MAX_LINE_BYTES + 1);
+                self.start += i + 1;
+                return Ok(Some(&self.buf[s..s + n]));
+            }
+            if avail.len() > MAX_LINE_BYTES {
+                let s = self.start;
+                self.start = self.end;
+                return Ok(Some(&self.buf[s..s + MAX_LINE_BYTES + 1]));
+            }
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let s = self.start;
+                self.start = self.end;
+                return Ok(Some(&self.buf[s..self.end]));
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let len = (self.buf.len() * 2).min(MAX_LINE_BYTES + 1);
+                self.buf.resize(len.max(self.end + 1), 0);
+            }
+            match self.r.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 /// Fold a `perf script` text read from `r`.
-pub fn fold<R: BufRead>(mut r: R, opt: FoldOptions) -> Result<Folded, FoldError> {
+pub fn fold<R: Read>(r: R, opt: FoldOptions) -> Result<Folded, FoldError> {
+    fold_memo(r, opt, MEMO_CAP_BYTES)
+}
+
+fn fold_memo<R: Read>(r: R, opt: FoldOptions, memo_cap: usize) -> Result<Folded, FoldError> {
     let mut st = State {
         event_filter: opt.event.clone(),
         opt,
         in_event: false,
         filter: Filter::Keep,
         pname: String::new(),
+        pname_id: 0,
+        java: false,
         period: None,
         names: String::new(),
+        spans: Vec::new(),
         frames: Vec::new(),
         depth: 0,
         leaf_unknown: false,
-        key: String::new(),
+        key: Vec::new(),
+        name_ids: HashMap::default(),
+        name_list: Vec::new(),
+        memo: HashMap::default(),
+        memo_bytes: 0,
+        memo_cap,
+        memos: Vec::new(),
+        memo_ids: Vec::new(),
+        stacks: HashMap::default(),
         leaf_index: HashMap::new(),
         out: Folded::default(),
     };
-    let mut buf: Vec<u8> = Vec::with_capacity(512);
-    loop {
-        buf.clear();
-        let n = (&mut r)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| FoldError::Read(e.to_string()))?;
-        if n == 0 {
-            break;
-        }
+    st.pname_id = st.intern("");
+    let mut lines = Lines {
+        r,
+        buf: vec![0; 1 << 18],
+        start: 0,
+        end: 0,
+        eof: false,
+    };
+    while let Some(line) = lines
+        .next_line()
+        .map_err(|e| FoldError::Read(e.to_string()))?
+    {
+        let n = line.len();
         st.out.bytes += n as u64;
         st.out.lines += 1;
         if n > MAX_LINE_BYTES {
@@ -210,24 +311,54 @@ pub fn fold<R: BufRead>(mut r: R, opt: FoldOptions) -> Result<Folded, FoldError>
                 max_bytes: st.opt.max_bytes,
             });
         }
-        match std::str::from_utf8(&buf) {
-            Ok(line) => st.line(line),
-            Err(_) => {
-                let line = String::from_utf8_lossy(&buf).into_owned();
-                st.line(&line);
-            }
-        }
+        st.line(line);
     }
     if st.frames_nonempty() {
         st.after_event();
     }
     st.out.event = st.event_filter.take();
+    st.finish();
     Ok(st.out)
 }
 
 impl State {
     fn frames_nonempty(&self) -> bool {
         !self.frames.is_empty()
+    }
+
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.name_ids.get(name) {
+            return i;
+        }
+        let i = self.name_list.len() as u32;
+        self.name_list.push(name.to_string());
+        self.name_ids.insert(name.to_string(), i);
+        i
+    }
+
+    /// The folded stacks as text, keyed as inferno writes them.
+    fn finish(&mut self) {
+        let mut text = String::new();
+        for (ids, t) in self.stacks.drain() {
+            text.clear();
+            for (n, &id) in ids.iter().enumerate() {
+                if n > 0 {
+                    text.push(';');
+                }
+                if id & LEAF_BIT != 0 {
+                    text.push('\u{1}');
+                    text.push_str(&(id & !LEAF_BIT).to_string());
+                } else {
+                    text.push_str(&self.name_list[id as usize]);
+                }
+            }
+            match self.out.stacks.get_mut(text.as_str()) {
+                Some(v) => v.add(t),
+                None => {
+                    self.out.stacks.insert(text.clone(), t);
+                }
+            }
+        }
     }
 
     fn odd(&mut self, line: &str) {
@@ -241,16 +372,36 @@ impl State {
         }
     }
 
-    fn line(&mut self, raw: &str) {
-        if raw.starts_with('#') {
+    fn line(&mut self, raw: &[u8]) {
+        if raw.first() == Some(&b'#') {
             self.out.comment_lines += 1;
             return;
         }
-        let line = raw.trim_end();
+        if raw == b"\n" {
+            self.after_event();
+            return;
+        }
+        if self.in_event && self.filter == Filter::Keep && !self.java {
+            if let Some(&i) = self.memo.get(raw) {
+                self.apply(i as usize);
+                return;
+            }
+        }
+        match std::str::from_utf8(raw) {
+            Ok(line) => self.line_str(raw, line),
+            Err(_) => {
+                let line = String::from_utf8_lossy(raw).into_owned();
+                self.line_str(raw, &line);
+            }
+        }
+    }
+
+    fn line_str(&mut self, raw: &[u8], line: &str) {
+        let line = line.trim_end();
         if line.is_empty() {
             self.after_event();
         } else if self.in_event {
-            self.on_stack_line(line);
+            self.on_stack_line(Some(raw), line);
         } else {
             self.on_event_line(line);
             if self.frames_nonempty() {
@@ -298,21 +449,46 @@ impl State {
         for c in comm.chars() {
             self.pname.push(if c == ' ' { '_' } else { c });
         }
+        let pname = std::mem::take(&mut self.pname);
+        self.pname_id = self.intern(&pname);
+        self.java = pname.starts_with("java");
+        self.pname = pname;
         if let Some(s) = single {
-            self.on_stack_line(s);
+            self.on_stack_line(None, s);
             self.in_event = false;
         }
     }
 
-    fn on_stack_line(&mut self, line: &str) {
+    /// One frame line (`raw`: its bytes as read, the key it is remembered by).
+    fn on_stack_line(&mut self, raw: Option<&[u8]>, line: &str) {
         if self.filter == Filter::Skip {
             return;
         }
-        let Some((pc, mut rawfunc, module)) = stack_line_parts(line) else {
+        let mark = self.memo_ids.len();
+        let Some(m) = self.parse_frame(line) else {
             self.odd(line);
             return;
         };
-        self.out.frame_lines += 1;
+        let i = self.memos.len();
+        self.memos.push(m);
+        let keep = match raw {
+            Some(raw) if !self.java && self.memo_bytes + raw.len() <= self.memo_cap => {
+                self.memo_bytes += raw.len();
+                self.memo.insert(raw.into(), i as u32);
+                true
+            }
+            _ => false,
+        };
+        self.apply(i);
+        if !keep {
+            self.memos.pop();
+            self.memo_ids.truncate(mark);
+        }
+    }
+
+    /// What a frame line contributes; `None`: not a frame line.
+    fn parse_frame(&mut self, line: &str) -> Option<FrameMemo> {
+        let (pc, mut rawfunc, module) = stack_line_parts(line)?;
         // `sym+0x1f`: drop the offset, i.e. a "+0x" followed only by hex digits (or nothing).
         // Such a "+0x" can only end where the trailing run of hex digits starts ('x' is not one).
         let b = rawfunc.as_bytes();
@@ -320,58 +496,100 @@ impl State {
         if end >= 3 && &b[end - 3..end] == b"+0x" {
             rawfunc = &rawfunc[..end - 3];
         }
+        let start = self.memo_ids.len() as u32;
         if rawfunc.starts_with('(') {
+            return Some(FrameMemo {
+                skip: true,
+                unknown: false,
+                leaf: None,
+                leaf_slot: NO_SLOT,
+                ids: (start, start),
+            });
+        }
+        let unknown = rawfunc == "[unknown]" || rawfunc == " ";
+        let mut leaf = None;
+        if unknown
+            && self.opt.keep_unknown_leaves
+            && module.starts_with('/')
+            && !is_kernel(module)
+            && !rawfunc.contains("->")
+        {
+            if let Ok(ip) = u64::from_str_radix(pc, 16) {
+                let default = self.frame_name(rawfunc, module, true);
+                leaf = Some(Box::new((module.to_string(), ip, default)));
+            }
+        }
+        self.names.clear();
+        self.spans.clear();
+        let demangled = fix_rust_symbol(rawfunc);
+        if !demangled.as_bytes().contains(&b'>') || !demangled.contains("->") {
+            self.push_name(&demangled, module, true);
+            self.spans.push((0, self.names.len() as u32));
+        } else {
+            // Inlined chains (`a->b->c`): the first keeps its place, the rest are marked `_[i]`;
+            // the names are pushed in reverse so that reversing the sample gives a->b->c root
+            // to leaf.
+            for (n, func) in demangled.split("->").enumerate() {
+                let s = self.names.len();
+                self.push_name(func, module, n == 0);
+                if n > 0 && !self.names[s..].contains("_[i]") {
+                    self.names.push_str("_[i]");
+                }
+                self.spans.push((s as u32, self.names.len() as u32));
+            }
+            self.spans.reverse();
+        }
+        let names = std::mem::take(&mut self.names);
+        for k in 0..self.spans.len() {
+            let (s, e) = self.spans[k];
+            let id = self.intern(&names[s as usize..e as usize]);
+            self.memo_ids.push(id);
+        }
+        self.names = names;
+        Some(FrameMemo {
+            skip: false,
+            unknown,
+            leaf,
+            leaf_slot: NO_SLOT,
+            ids: (start, self.memo_ids.len() as u32),
+        })
+    }
+
+    /// Add frame line `memos[i]` to the current sample.
+    fn apply(&mut self, i: usize) {
+        self.out.frame_lines += 1;
+        let m = &self.memos[i];
+        if m.skip {
             return;
         }
         let leaf = self.depth == 0;
         self.depth += 1;
-        let unknown = rawfunc == "[unknown]" || rawfunc == " ";
         if leaf {
-            self.leaf_unknown = unknown;
-            if unknown
-                && self.opt.keep_unknown_leaves
-                && module.starts_with('/')
-                && !is_kernel(module)
-                && !rawfunc.contains("->")
-            {
-                if let Ok(ip) = u64::from_str_radix(pc, 16) {
-                    let default = self.frame_name(rawfunc, module, true);
+            self.leaf_unknown = m.unknown;
+            if let Some(l) = &m.leaf {
+                let (module, ip, default) = &**l;
+                let slot = if m.leaf_slot != NO_SLOT {
+                    m.leaf_slot
+                } else {
                     let n = self.out.leaves.len();
-                    let i = *self.leaf_index.entry((module.to_string(), ip)).or_insert(n);
-                    if i == n {
+                    let s = *self.leaf_index.entry((module.clone(), *ip)).or_insert(n);
+                    if s == n {
                         self.out.leaves.push(UnknownLeaf {
-                            dso: module.to_string(),
-                            ip,
-                            default_name: default,
+                            dso: module.clone(),
+                            ip: *ip,
+                            default_name: default.clone(),
                         });
                     }
-                    let s = self.names.len();
-                    self.names.push('\u{1}');
-                    self.names.push_str(&i.to_string());
-                    self.frames.push((s as u32, self.names.len() as u32));
-                    return;
-                }
+                    self.memos[i].leaf_slot = s as u32;
+                    s as u32
+                };
+                self.frames.push(LEAF_BIT | slot);
+                return;
             }
         }
-        let demangled = fix_rust_symbol(rawfunc);
-        if !demangled.as_bytes().contains(&b'>') || !demangled.contains("->") {
-            let s = self.names.len();
-            self.push_name(&demangled, module, true);
-            self.frames.push((s as u32, self.names.len() as u32));
-            return;
-        }
-        // Inlined chains (`a->b->c`): the first keeps its place, the rest are marked `_[i]`; the
-        // names are pushed in reverse so that reversing the sample gives a->b->c root to leaf.
-        let first_pushed = self.frames.len();
-        for (n, func) in demangled.split("->").enumerate() {
-            let s = self.names.len();
-            self.push_name(func, module, n == 0);
-            if n > 0 && !self.names[s..].contains("_[i]") {
-                self.names.push_str("_[i]");
-            }
-            self.frames.push((s as u32, self.names.len() as u32));
-        }
-        self.frames[first_pushed..].reverse();
+        let (s, e) = m.ids;
+        self.frames
+            .extend_from_slice(&self.memo_ids[s as usize..e as usize]);
     }
 
     /// The name of one frame as inferno writes it (module fallback, tidied, annotated).
@@ -393,7 +611,7 @@ impl State {
         } else {
             push_tidy(&mut self.names, func);
         }
-        if self.pname.starts_with("java") {
+        if self.java {
             let t = &self.names[s..];
             if t.starts_with('L') && t.contains('/') {
                 self.names.remove(s);
@@ -407,19 +625,16 @@ impl State {
     fn after_event(&mut self) {
         if !self.frames.is_empty() {
             self.key.clear();
-            self.key.push_str(&self.pname);
-            for &(s, e) in self.frames.iter().rev() {
-                self.key.push(';');
-                self.key.push_str(&self.names[s as usize..e as usize]);
-            }
+            self.key.push(self.pname_id);
+            self.key.extend(self.frames.iter().rev());
             let t = Tally {
                 samples: 1,
                 weight: self.period.unwrap_or(1),
             };
-            match self.out.stacks.get_mut(self.key.as_str()) {
+            match self.stacks.get_mut(self.key.as_slice()) {
                 Some(v) => v.add(t),
                 None => {
-                    self.out.stacks.insert(self.key.clone(), t);
+                    self.stacks.insert(self.key.clone(), t);
                 }
             }
             self.out.total.add(t);
@@ -433,7 +648,6 @@ impl State {
         }
         self.in_event = false;
         self.filter = Filter::Keep;
-        self.names.clear();
         self.frames.clear();
         self.depth = 0;
         self.leaf_unknown = false;
@@ -698,5 +912,76 @@ mod tests {
             fix_rust_symbol("\u{fffd}__x64_sys_futex"),
             "\u{fffd}__x64_sys_futex"
         );
+    }
+
+    /// A reader that hands out a few bytes per call, so lines straddle every buffer refill.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(out.len()).min(self.0.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// Remembered frame lines fold exactly as lines parsed each time, and a trickling reader
+    /// exactly as one read: every perf fixture of the project, each event of it.
+    #[test]
+    fn remembered_lines_and_split_reads_fold_as_parsed_lines() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
+        let mut files = Vec::new();
+        let mut todo = vec![dir];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if p.extension().is_some_and(|x| x == "perf" || x == "txt") {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() >= 20, "{} fixture scripts", files.len());
+        let mut compared = 0;
+        for p in &files {
+            let t = std::fs::read(p).unwrap();
+            let Ok(plain) = fold_memo(&t[..], FoldOptions::default(), 0) else {
+                continue;
+            };
+            let mut events: Vec<Option<String>> = vec![None];
+            events.extend(plain.events.iter().map(|(e, _)| Some(e.clone())));
+            for ev in events {
+                let o = FoldOptions {
+                    event: ev.clone(),
+                    ..FoldOptions::default()
+                };
+                let a = fold_memo(&t[..], o.clone(), 0).unwrap();
+                for b in [
+                    fold(&t[..], o.clone()).unwrap(),
+                    fold(Trickle(&t, 7), o.clone()).unwrap(),
+                ] {
+                    let what = format!("{} event {ev:?}", p.display());
+                    let none = HashMap::new();
+                    assert_eq!(a.resolve(&none), b.resolve(&none), "{what}");
+                    assert_eq!(a.leaves, b.leaves, "{what}");
+                    assert_eq!(a.total, b.total, "{what}");
+                    assert_eq!(
+                        (a.lines, a.bytes, a.frame_lines, a.event_lines, a.odd_lines),
+                        (b.lines, b.bytes, b.frame_lines, b.event_lines, b.odd_lines),
+                        "{what}"
+                    );
+                    assert_eq!(
+                        (a.max_depth, a.no_symbol_samples, a.samples_with_period),
+                        (b.max_depth, b.no_symbol_samples, b.samples_with_period),
+                        "{what}"
+                    );
+                    assert_eq!((&a.event, &a.first_odd), (&b.event, &b.first_odd), "{what}");
+                }
+                compared += 1;
+            }
+        }
+        assert!(compared >= 20, "{compared} folds compared");
     }
 }
