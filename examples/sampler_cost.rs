@@ -7,8 +7,16 @@
 //! times, after an idle baseline of the same length. Run it on the server's host, as root
 //! or the server's user (schedstat of another user's process needs that).
 //!
-//! Usage: cargo run --release --example sampler_cost -- SOCKET PID [SECONDS] [HZ] [ROUNDS]
+//! Usage: cargo run --release --example sampler_cost -- SOCKET PID [SECONDS] [HZ] [ROUNDS] [plans]
 //! Output: one line per measurement, then medians per candidate (tab-separated).
+//!
+//! With `plans` as the sixth argument the candidates are instead the library's own burst
+//! sampler (`burst_sample_plan`) in its ways of sampling: SQL counters only at HZ (as before),
+//! the /proc series at HZ with the SQL counters at 10, 5 or ~0 Hz. Each line then also gives the
+//! CPU of the server thread serving the sampler's session (`/proc/PID/task/TID/schedstat`, its
+//! TID from `information_schema.PROCESSLIST`): the sampler's own server cost, which stays
+//! measurable under a load that drowns the whole-process figure; and the achieved rate and
+//! longest gap of each series.
 
 use mysql::prelude::Queryable;
 use std::time::{Duration, Instant};
@@ -113,6 +121,107 @@ fn run(conn: &mut mysql::Conn, sql: &str, hz: f64, secs: f64) -> (usize, u64, f6
     (n, thread_cpu_ns() - cpu0, rtt[rtt.len() / 2])
 }
 
+fn session_tid(conn: &mut mysql::Conn) -> u32 {
+    conn.query_first::<u32, _>(
+        "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
+    )
+    .expect("TID")
+    .expect("a TID")
+}
+
+fn thread_ns(pid: u32, tid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The library's sampler in each of its plans, interleaved per round.
+fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
+    use spinscope::server::collect::{burst_sample_plan, BurstPlan};
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let cands: Vec<(&str, BurstPlan)> = vec![
+        ("sql_only", BurstPlan::sql_only(hz)),
+        (
+            "proc_sql10",
+            BurstPlan {
+                hz,
+                sql_hz: 10.0,
+                proc_pid: Some(pid),
+            },
+        ),
+        (
+            "proc_sql5",
+            BurstPlan {
+                hz,
+                sql_hz: 5.0,
+                proc_pid: Some(pid),
+            },
+        ),
+        (
+            "proc_only",
+            BurstPlan {
+                hz,
+                sql_hz: 1.0 / (secs * 10.0),
+                proc_pid: Some(pid),
+            },
+        ),
+    ];
+    let tid = session_tid(conn);
+    let mut res: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cands.len() + 1];
+    println!("round\tplan\tsql_samples\tsql_hz\tsql_gap_ms\tproc_samples\tproc_hz\tproc_gap_ms\tserver_pct_core\tsession_pct_core\tclient_pct_core\trtt_p50_us\tproc_running_max");
+    for round in 0..rounds {
+        let s0 = server_cpu_ns(pid);
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        let idle = (server_cpu_ns(pid) - s0) as f64 / (secs * 1e9) * 100.0;
+        println!("{round}\tnone\t0\t0\t0\t0\t0\t0\t{idle:.3}\t0\t0\t0\t0");
+        res[cands.len()].push((idle, 0.0, 0.0));
+        for (i, (name, plan)) in cands.iter().enumerate() {
+            let s0 = server_cpu_ns(pid);
+            let t0 = thread_ns(pid, tid);
+            let start = Instant::now();
+            let mut notes = Vec::new();
+            let r = burst_sample_plan(conn, plan, secs, &stop, &mut notes);
+            let el = start.elapsed().as_secs_f64();
+            let spct = (server_cpu_ns(pid) - s0) as f64 / (el * 1e9) * 100.0;
+            let sess = (thread_ns(pid, tid) - t0) as f64 / (el * 1e9) * 100.0;
+            let cpct = r.sampler_cpu_ns as f64 / (el * 1e9) * 100.0;
+            let st = spinscope::doctor::burst::stats(&r, 2.0).expect("samples");
+            let (pn, phz, pgap, pmax) = st.proc_running.as_ref().map_or((0, 0.0, 0.0, 0.0), |p| {
+                (p.samples, p.achieved_hz, p.longest_gap_ms, p.running.max)
+            });
+            println!(
+                "{round}\t{name}\t{}\t{:.1}\t{:.1}\t{pn}\t{phz:.1}\t{pgap:.1}\t{spct:.3}\t{sess:.3}\t{cpct:.3}\t{:.0}\t{pmax}",
+                st.samples, st.achieved_hz, st.longest_gap_ms, r.query_p50_us
+            );
+            for n in notes {
+                println!("# note: {n}");
+            }
+            res[i].push((spct, sess, cpct));
+        }
+    }
+    println!("# medians over {rounds} rounds of {secs} s at {hz} Hz (server % = whole mariadbd, includes idle; session % = the sampler's server thread)");
+    for (i, name) in cands
+        .iter()
+        .map(|c| c.0)
+        .chain(std::iter::once("none"))
+        .enumerate()
+    {
+        let col = |k: usize| -> (f64, f64, f64) {
+            let mut v: Vec<f64> = res[i].iter().map(|x| [x.0, x.1, x.2][k]).collect();
+            let lo = v.iter().cloned().fold(f64::MAX, f64::min);
+            let hi = v.iter().cloned().fold(0.0, f64::max);
+            (median(&mut v), lo, hi)
+        };
+        let (s, slo, shi) = col(0);
+        let (m, mlo, mhi) = col(1);
+        let (c, clo, chi) = col(2);
+        println!(
+            "median\t{name}\tserver {s:.3}% [{slo:.3}..{shi:.3}]\tsession {m:.3}% [{mlo:.3}..{mhi:.3}]\tclient {c:.3}% [{clo:.3}..{chi:.3}]"
+        );
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -121,7 +230,7 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 3 {
-        eprintln!("usage: sampler_cost SOCKET PID [SECONDS] [HZ] [ROUNDS]");
+        eprintln!("usage: sampler_cost SOCKET PID [SECONDS] [HZ] [ROUNDS] [plans]");
         std::process::exit(2);
     }
     let pid: u32 = a[2].parse().expect("PID");
@@ -133,6 +242,10 @@ fn main() {
         .user(Some("root"))
         .prefer_socket(true);
     let mut conn = mysql::Conn::new(opts).expect("connect");
+    if a.get(6).map(String::as_str) == Some("plans") {
+        plans(&mut conn, pid, secs, hz, rounds);
+        return;
+    }
     let cands = candidates();
     let mut res: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cands.len() + 1];
     println!("round\tcandidate\tqueries\tserver_pct_core\tclient_pct_core\trtt_p50_us");

@@ -398,6 +398,7 @@ mod tests {
         let o = CollectOpts {
             window_s: 0.0,
             hz: 100.0,
+            sql_hz: None,
             enable_instruments: false,
             host_facts: None,
         };

@@ -63,6 +63,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
     let o = CollectOpts {
         window_s: a.window,
         hz: a.hz,
+        sql_hz: None,
         enable_instruments: a.enable_instruments,
         host_facts,
     };

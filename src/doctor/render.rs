@@ -25,20 +25,50 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
         s.push_str(&format!("SEMAPHORES: {sem}\n"));
     }
     if let Some(b) = &d.burst {
+        let server_cost = match b.sampler_server_measured_pct {
+            Some(m) => format!("server {m:.2}% of a core (measured)"),
+            None => format!("server <= {:.1}% of a core", b.sampler_server_pct),
+        };
+        if let Some(p) = &b.proc_running {
+            s.push_str(&format!(
+                "burst sampler: running threads from /proc {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; \
+                 Threads_running etc. from SQL {} samples, {:.1} Hz achieved of {:.1}, longest gap {:.1} ms; \
+                 own cost: client {:.2}% of a core, {server_cost} ({:.0} us per SQL sample){}\n",
+                p.samples,
+                b.window_s,
+                p.achieved_hz,
+                p.target_hz,
+                p.longest_gap_ms,
+                b.samples,
+                b.achieved_hz,
+                b.sql_target_hz.unwrap_or(b.target_hz),
+                b.longest_gap_ms,
+                b.sampler_cpu_pct,
+                b.sampler_query_p50_us,
+                if b.interrupted { " (cut short)" } else { "" }
+            ));
+            s.push_str(&format!(
+                "running threads from /proc (server threads in state R, background ones included): p50 {}, p99 {}, max {} of {:.0} threads; \
+                 above {:.0} cores {} time(s), {:.0}% of the window; a 1 s monitor would have seen p50 {}, max {}\n",
+                num(p.running.p50), num(p.running.p99), num(p.running.max), p.threads_max,
+                b.burst_threshold, p.bursts, p.time_above_threshold_pct,
+                num(p.monitor_1s.p50), num(p.monitor_1s.max)
+            ));
+        } else {
+            s.push_str(&format!(
+                "burst sampler: {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; own cost: client {:.2}% of a core, {server_cost} ({:.0} us per sample query){}\n",
+                b.samples,
+                b.window_s,
+                b.achieved_hz,
+                b.target_hz,
+                b.longest_gap_ms,
+                b.sampler_cpu_pct,
+                b.sampler_query_p50_us,
+                if b.interrupted { " (cut short)" } else { "" }
+            ));
+        }
         s.push_str(&format!(
-            "burst sampler: {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; own cost: client {:.2}% of a core, server <= {:.1}% of a core ({:.0} us per sample query){}\n",
-            b.samples,
-            b.window_s,
-            b.achieved_hz,
-            b.target_hz,
-            b.longest_gap_ms,
-            b.sampler_cpu_pct,
-            b.sampler_server_pct,
-            b.sampler_query_p50_us,
-            if b.interrupted { " (cut short)" } else { "" }
-        ));
-        s.push_str(&format!(
-            "Threads_running (own session excluded): p50 {}, p99 {}, max {}; a 1 s monitor would have seen p50 {}, max {}\n",
+            "Threads_running from SQL (own session excluded): p50 {}, p99 {}, max {}; a 1 s monitor would have seen p50 {}, max {}\n",
             num(b.threads_running.p50), num(b.threads_running.p99), num(b.threads_running.max),
             num(b.monitor_1s.p50), num(b.monitor_1s.max)
         ));

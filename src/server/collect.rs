@@ -19,6 +19,9 @@ pub struct CollectOpts {
     pub window_s: f64,
     /// Burst sampler rate in Hz.
     pub hz: f64,
+    /// Rate of the SQL counters when the /proc series runs at `hz` (local server); None:
+    /// [`SQL_HZ_BESIDE_PROC`] (capped at `hz`).
+    pub sql_hz: Option<f64>,
     /// Turn the wait/synch instruments on for the window (and restore them).
     pub enable_instruments: bool,
     /// Host facts from a file, used when the server is not local.
@@ -389,9 +392,57 @@ fn thread_cpu_ns() -> u64 {
 const BURST_SQL: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN \
      ('Threads_running', 'Threads_connected', 'Questions', 'Innodb_row_lock_current_waits')";
 
-/// Sample at `hz` on one persistent connection for `window_s`. The sampler's own session is
-/// removed from Threads_running and its own statements from Questions. Stops early (keeping
-/// what it has) on `stop` or a failed query.
+/// What the burst sampler reads, and how often.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BurstPlan {
+    /// The sampler's rate: of the /proc series when it runs, else of the SQL counters.
+    pub hz: f64,
+    /// The rate of the SQL counters (at most `hz`; rounded to every n-th tick of `hz`).
+    pub sql_hz: f64,
+    /// The server's pid on this host: count its running threads from /proc at `hz`.
+    pub proc_pid: Option<u32>,
+}
+
+/// The SQL counters' rate beside a /proc series at `hz`, unless the user chose one: 10 Hz
+/// (a `SHOW GLOBAL STATUS` costs a MariaDB 10.11 server about 0.5 ms of CPU, so 10 Hz is
+/// about 0.5% of a core; docs/PERFORMANCE.md).
+pub const SQL_HZ_BESIDE_PROC: f64 = 10.0;
+
+impl BurstPlan {
+    /// SQL only, at `hz` (remote servers, and `watch`).
+    pub fn sql_only(hz: f64) -> BurstPlan {
+        BurstPlan {
+            hz,
+            sql_hz: hz,
+            proc_pid: None,
+        }
+    }
+
+    /// Every how many ticks of `hz` the SQL counters are read.
+    fn sql_every(&self) -> u64 {
+        if self.proc_pid.is_none() {
+            return 1;
+        }
+        (self.hz / self.sql_hz.max(1e-3)).round().max(1.0) as u64
+    }
+}
+
+/// The OS thread id of the server thread serving this session (MariaDB 10.5+:
+/// `information_schema.PROCESSLIST.TID`; MySQL 8: `performance_schema.threads.THREAD_OS_ID`).
+fn session_tid(conn: &mut mysql::Conn) -> Option<u32> {
+    for sql in [
+        "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
+        "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
+    ] {
+        if let Ok(Some(Some(t))) = conn.query_first::<Option<u32>, _>(sql) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// Sample at `hz` on one persistent connection for `window_s` (SQL counters only). See
+/// [`burst_sample_plan`].
 pub fn burst_sample(
     conn: &mut mysql::Conn,
     hz: f64,
@@ -399,16 +450,56 @@ pub fn burst_sample(
     stop: &AtomicBool,
     notes: &mut Vec<String>,
 ) -> BurstRecord {
+    burst_sample_plan(conn, &BurstPlan::sql_only(hz), window_s, stop, notes)
+}
+
+/// Sample for `window_s` as `plan` says: on a local server the server's running threads from
+/// /proc at `plan.hz` and the SQL counters at `plan.sql_hz`, else the SQL counters at
+/// `plan.hz`. The sampler's own session is removed from Threads_running and its own statements
+/// from Questions. Stops early (keeping what it has) on `stop` or a failed query.
+pub fn burst_sample_plan(
+    conn: &mut mysql::Conn,
+    plan: &BurstPlan,
+    window_s: f64,
+    stop: &AtomicBool,
+    notes: &mut Vec<String>,
+) -> BurstRecord {
+    let hz = plan.hz;
+    let mut procs = plan
+        .proc_pid
+        .and_then(super::proc_threads::ProcThreads::open);
+    if plan.proc_pid.is_some() && procs.is_none() {
+        notes.push(format!(
+            "burst sampler: /proc/{}/task not readable; SQL counters only",
+            plan.proc_pid.unwrap_or(0)
+        ));
+    }
+    let every = if procs.is_some() { plan.sql_every() } else { 1 };
+    // The server thread serving this session, to measure what the sampler costs it.
+    let session = procs
+        .as_ref()
+        .and_then(|p| session_tid(conn).map(|t| (p.pid(), t)));
+    if let Some(p) = procs.as_mut() {
+        p.exclude(session.map(|s| s.1));
+    }
+    let session_cpu0 = session.and_then(|(p, t)| super::proc_threads::thread_cpu_ns(p, t));
     let period = Duration::from_secs_f64(1.0 / hz.max(0.001));
     let window = Duration::from_secs_f64(window_s.max(0.0));
-    let mut points = Vec::with_capacity((hz * window_s) as usize + 8);
-    let mut rtts_us = Vec::with_capacity(points.capacity());
+    let n_sql = (hz * window_s / every as f64) as usize + 8;
+    let mut points = Vec::with_capacity(n_sql);
+    let mut proc_points = Vec::with_capacity(if procs.is_some() {
+        (hz * window_s) as usize + 8
+    } else {
+        0
+    });
+    let mut rtts_us = Vec::with_capacity(n_sql);
     let cpu0 = thread_cpu_ns();
     let start = Instant::now();
     let mut next = start;
     let mut q0: Option<u64> = None;
     let mut interrupted = false;
     let mut issued: u64 = 0;
+    let mut tick: u64 = 0;
     loop {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -422,36 +513,58 @@ pub fn burst_sample(
             continue; // stopped: the top of the loop ends it
         }
         let t = start.elapsed();
-        let q_start = Instant::now();
-        let rows: Vec<(String, String)> = match conn.query(BURST_SQL) {
-            Ok(r) => r,
-            Err(e) => {
-                notes.push(format!(
-                    "burst sampler stopped after {:.1} s: {e}",
-                    t.as_secs_f64()
-                ));
-                interrupted = true;
-                break;
+        let sql_tick = tick % every == 0;
+        tick += 1;
+        // /proc first: the session's own server thread is idle between statements.
+        if let Some(p) = procs.as_mut() {
+            match p.count() {
+                Some(c) => proc_points.push(ProcPoint {
+                    t_ms: t.as_secs_f64() * 1e3,
+                    running: c.running,
+                    threads: c.threads,
+                }),
+                None => {
+                    notes.push(format!(
+                        "burst sampler: the server process left /proc after {:.1} s",
+                        t.as_secs_f64()
+                    ));
+                    procs = None;
+                }
             }
-        };
-        rtts_us.push(q_start.elapsed().as_secs_f64() * 1e6);
-        issued += 1;
-        let get = |n: &str| {
-            rows.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                .and_then(|(_, v)| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        let q = get("Questions");
-        let q0v = *q0.get_or_insert(q);
-        points.push(BurstPoint {
-            t_ms: t.as_secs_f64() * 1e3,
-            // Our own session is running while it reads the counter.
-            threads_running: get("Threads_running").saturating_sub(1),
-            threads_connected: get("Threads_connected").saturating_sub(1),
-            questions: q.saturating_sub(q0v).saturating_sub(issued - 1),
-            row_lock_waits: get("Innodb_row_lock_current_waits"),
-        });
+        }
+        if sql_tick {
+            let t = start.elapsed();
+            let q_start = Instant::now();
+            let rows: Vec<(String, String)> = match conn.query(BURST_SQL) {
+                Ok(r) => r,
+                Err(e) => {
+                    notes.push(format!(
+                        "burst sampler stopped after {:.1} s: {e}",
+                        t.as_secs_f64()
+                    ));
+                    interrupted = true;
+                    break;
+                }
+            };
+            rtts_us.push(q_start.elapsed().as_secs_f64() * 1e6);
+            issued += 1;
+            let get = |n: &str| {
+                rows.iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                    .and_then(|(_, v)| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let q = get("Questions");
+            let q0v = *q0.get_or_insert(q);
+            points.push(BurstPoint {
+                t_ms: t.as_secs_f64() * 1e3,
+                // Our own session is running while it reads the counter.
+                threads_running: get("Threads_running").saturating_sub(1),
+                threads_connected: get("Threads_connected").saturating_sub(1),
+                questions: q.saturating_sub(q0v).saturating_sub(issued - 1),
+                row_lock_waits: get("Innodb_row_lock_current_waits"),
+            });
+        }
         next += period;
         let now = Instant::now();
         if next < now {
@@ -460,19 +573,43 @@ pub fn burst_sample(
         }
     }
     let sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    // Measured only while the session kept its thread (one thread per connection).
+    let server_session_cpu_ns = match (session, session_cpu0) {
+        (Some((p, t)), Some(c0)) if !interrupted && session_tid(conn) == Some(t) => {
+            super::proc_threads::thread_cpu_ns(p, t).map(|c1| c1.saturating_sub(c0))
+        }
+        _ => None,
+    };
     rtts_us.sort_by(f64::total_cmp);
     let query_p50_us = rtts_us.get(rtts_us.len() / 2).copied().unwrap_or(0.0);
+    let last_ms = points
+        .last()
+        .map(|p| p.t_ms)
+        .into_iter()
+        .chain(proc_points.last().map(|p| p.t_ms))
+        .fold(0.0, f64::max);
     BurstRecord {
         target_hz: hz,
         window_s: start
             .elapsed()
             .as_secs_f64()
             .min(window_s.max(0.0))
-            .max(points.last().map(|p| p.t_ms / 1e3).unwrap_or(0.0)),
+            .max(last_ms / 1e3),
         points,
         sampler_cpu_ns,
         query_p50_us,
         interrupted,
+        sql_hz: (!proc_points.is_empty() && every > 1).then(|| hz / every as f64),
+        proc_running: (!proc_points.is_empty()).then(|| ProcSeries {
+            source: format!(
+                "threads of server pid {} in state R (on a CPU or runnable; the sampler's own session excluded when its thread is known), /proc/{0}/task/*/stat",
+                plan.proc_pid.unwrap_or(0)
+            ),
+            pid: plan.proc_pid.unwrap_or(0),
+            target_hz: hz,
+            points: proc_points,
+        }),
+        server_session_cpu_ns,
     }
 }
 
@@ -625,8 +762,16 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
         p.before = read_waits(&mut ctx, &mut conn);
     }
-    let burst =
-        (o.window_s > 0.0).then(|| burst_sample(&mut conn, o.hz, o.window_s, stop, ctx.notes));
+    let plan = match pid.filter(|_| local) {
+        Some(p) => BurstPlan {
+            hz: o.hz,
+            sql_hz: o.sql_hz.unwrap_or(SQL_HZ_BESIDE_PROC).min(o.hz),
+            proc_pid: Some(p),
+        },
+        None => BurstPlan::sql_only(o.hz),
+    };
+    let burst = (o.window_s > 0.0)
+        .then(|| burst_sample_plan(&mut conn, &plan, o.window_s, stop, ctx.notes));
     // A failed sampler query that was not Ctrl-C: check whether the server is still there.
     let mut lost_connection = burst
         .as_ref()

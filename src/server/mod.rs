@@ -9,4 +9,5 @@ pub mod inventory;
 pub mod live_settings;
 pub mod optfile;
 pub mod parse;
+pub mod proc_threads;
 pub mod snapshot;

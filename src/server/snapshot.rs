@@ -34,6 +34,41 @@ pub struct BurstRecord {
     pub query_p50_us: f64,
     /// Whether the window was cut short (Ctrl-C or the server went away).
     pub interrupted: bool,
+    /// The rate the SQL counters (`points`) were read at, when lower than `target_hz` because
+    /// the /proc series ran at `target_hz` (absent in older snapshots: SQL at `target_hz`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql_hz: Option<f64>,
+    /// Running threads counted from /proc on a local server (absent when not local, or in
+    /// older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proc_running: Option<ProcSeries>,
+    /// CPU the server thread serving the sampler's session spent during the window, in ns
+    /// (local server, one thread per connection: `/proc/PID/task/TID/schedstat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_session_cpu_ns: Option<u64>,
+}
+
+/// The server's threads in state R (on a CPU or in the run queue) from
+/// `/proc/PID/task/*/stat`: every server thread, background ones included, not the
+/// `Threads_running` status counter (sessions inside a statement, sleeping on a lock or not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcSeries {
+    /// What was counted, in words.
+    pub source: String,
+    pub pid: u32,
+    pub target_hz: f64,
+    pub points: Vec<ProcPoint>,
+}
+
+/// One count of the /proc series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProcPoint {
+    /// Milliseconds since the window started (the same clock as `BurstPoint::t_ms`).
+    pub t_ms: f64,
+    /// Threads in state R.
+    pub running: u32,
+    /// Threads in all.
+    pub threads: u32,
 }
 
 /// One performance_schema event's cumulative counters.

@@ -137,6 +137,9 @@ pub fn to_burst_record(samples: &[Sample], target_hz: f64, sampler_cpu_ns: u64) 
         sampler_cpu_ns,
         query_p50_us: rtts.get(rtts.len() / 2).copied().unwrap_or(0.0),
         interrupted: false,
+        sql_hz: None,
+        proc_running: None,
+        server_session_cpu_ns: None,
     }
 }
 

@@ -37,6 +37,7 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
     let opts = CollectOpts {
         window_s: 0.0,
         hz: sh.plan.hz,
+        sql_hz: None,
         enable_instruments: false,
         // After the first connection the host's spin hint is known: no second probe.
         host_facts: prev.and_then(|p| p.host.clone()),
@@ -246,6 +247,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
         let opts = CollectOpts {
             window_s: 0.0,
             hz,
+            sql_hz: None,
             enable_instruments: false,
             host_facts: host,
         };

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The burst sampler's cost in each of its plans (examples/sampler_cost.rs, `plans` mode: SQL
+# counters only at 100 Hz; /proc running threads at 100 Hz with SQL at 10, 5, ~0 Hz), against a
+# throwaway MariaDB (own datadir, socket and port in a temp dir, --user=root, as
+# tests/common/mariadb.rs does): idle, then under a 16-thread sysbench oltp_write_only load.
+# The server is stopped and the temp dir removed at exit.
+# Usage: sampler_plans.sh [SECONDS] [ROUNDS]   (defaults 5 3; needs sysbench, a release build
+# of the example: cargo build --release --example sampler_cost)
+set -euo pipefail
+secs=${1:-5}; rounds=${2:-3}
+ex=$(realpath "${SAMPLER_COST:-target/release/examples/sampler_cost}")
+dir=$(mktemp -d /tmp/spinscope-bench-mdb.XXXXXX)
+srv=""; load=""
+cleanup() {
+  [ -n "$load" ] && kill "$load" 2>/dev/null || true
+  if [ -n "$srv" ]; then
+    mariadb-admin --no-defaults -S "$dir/sock" -uroot shutdown 2>/dev/null || kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+mkdir -p "$dir/tmp"
+mariadb-install-db --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --user=root \
+  --auth-root-authentication-method=normal --skip-test-db > "$dir/install.log" 2>&1
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+/usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/sock" --tmpdir="$dir/tmp" \
+  --port="$port" --bind-address=127.0.0.1 --user=root --innodb-buffer-pool-size=128M \
+  --innodb-flush-log-at-trx-commit=2 --max-connections=200 \
+  --log-error="$dir/error.log" --pid-file="$dir/pid" > /dev/null 2>&1 &
+srv=$!
+for _ in $(seq 100); do
+  mariadb --no-defaults -S "$dir/sock" -uroot -e 'SELECT 1' > /dev/null 2>&1 && break; sleep 0.2
+done
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || true), kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# server: $(mariadb --no-defaults -S "$dir/sock" -uroot -N -e 'SELECT VERSION()'), pid $srv"
+mariadb --no-defaults -S "$dir/sock" -uroot -e 'CREATE DATABASE sbtest'
+sb=(sysbench --db-driver=mysql --mysql-socket="$dir/sock" --mysql-user=root --mysql-db=sbtest
+    --tables=4 --table-size=10000)
+"${sb[@]}" oltp_write_only prepare > /dev/null
+echo "# idle: $ex SOCK $srv $secs 100 $rounds plans"
+"$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" plans
+# A load that outlasts the measurement: (1 idle + 4 plans) x rounds x secs, plus slack.
+dur=$(( (5 * rounds + 2) * ${secs%.*} + 10 ))
+"${sb[@]}" --threads=16 --time="$dur" --report-interval=0 oltp_write_only run > "$dir/sb.txt" 2>&1 &
+load=$!
+sleep 2
+echo "# under sysbench oltp_write_only --threads=16 (load $(cut -d' ' -f1-3 /proc/loadavg))"
+"$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" plans
+kill "$load" 2>/dev/null || true; wait "$load" 2>/dev/null || true; load=""
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
