@@ -291,15 +291,17 @@ fn capture_mariadb_fixtures() {
     let _load = start_load(&db);
     std::thread::sleep(Duration::from_secs(2));
     // SPINSCOPE_CAPTURE_BIG=FILE: instead, a ~100k-sample recording (40 kHz: the server gets
-    // only part of 2 shared vCPUs) for docs/PERFORMANCE.md.
+    // only part of 2 shared vCPUs) for docs/PERFORMANCE.md; SPINSCOPE_CAPTURE_SECONDS: its
+    // length (default 9; longer when other jobs leave the server less CPU).
     if let Some(big) = std::env::var_os("SPINSCOPE_CAPTURE_BIG") {
+        let secs = std::env::var("SPINSCOPE_CAPTURE_SECONDS").unwrap_or_else(|_| "9".into());
         let data = dir.join("perf.data.big");
         let st = std::process::Command::new("perf")
             .args(["record", "-q", "-e", "cpu-clock", "-F", "40000", "-g", "-p"])
             .arg(db.pid().to_string())
             .arg("-o")
             .arg(&data)
-            .args(["--", "sleep", "9"])
+            .args(["--", "sleep", &secs])
             .status()
             .unwrap();
         assert!(st.success());
