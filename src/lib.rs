@@ -17,6 +17,7 @@ pub mod lab;
 pub mod load;
 pub mod profile;
 pub mod report;
+pub mod rt;
 pub mod server;
 pub mod spin;
 pub mod sweep;

@@ -12,6 +12,7 @@ pub mod probe;
 pub mod profile;
 pub mod report;
 pub mod restore;
+pub mod rt;
 pub mod spin;
 pub mod sweep;
 pub mod tune;
@@ -71,6 +72,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// Watch servers at 100 Hz: triggers, captures with the seconds before them, Prometheus metrics.
     Watch(watch::WatchArgs),
+    /// The server's own response times from packets on its host: live percentiles per interval.
+    Rt(rt::RtArgs),
     /// Put back what spinscope left changed on a server (from its durable change journal).
     Restore(restore::RestoreArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
@@ -103,6 +106,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Tune(a) => tune::run(a),
         Command::Restore(a) => restore::run(a),
         Command::Watch(a) => watch::run(a),
+        Command::Rt(a) => rt::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             // Into a buffer, then print!: a closed stdout then ends quietly like every print.

@@ -1,0 +1,179 @@
+//! `spinscope rt`: the server's own response times from packets on its host. [`capture`]
+//! reads TCP segments of the server's ports (libpcap, kernel-side filter), [`proto`] turns them
+//! into request/response exchanges (pure state machine), [`stats`] aggregates each interval
+//! into percentiles (pure), [`render`] prints them (pure). [`run`] is the engine the CLI,
+//! `doctor --rt` and `watch` call.
+
+pub mod capture;
+pub mod fingerprint;
+pub mod proto;
+pub mod render;
+pub mod stats;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use capture::{Next, Packets, Source};
+use proto::Tracker;
+use stats::{Breakdown, CaptureCounts, IntervalReport, Window, SCHEMA};
+
+/// An answer whose end only a direction change shows (TLS, compressed) is closed after this
+/// much silence.
+pub const IDLE_NS: u64 = 200_000_000;
+/// Shortest interval.
+pub const MIN_INTERVAL_NS: u64 = 10_000_000;
+
+/// What to capture and how to report it.
+#[derive(Clone, Debug)]
+pub struct RtPlan {
+    pub source: Source,
+    pub ports: Vec<u16>,
+    pub interval_ns: u64,
+    /// Stop after this long (capture clock); `None`: until stopped or the file ends.
+    pub duration_ns: Option<u64>,
+    pub breakdown: Breakdown,
+}
+
+/// Totals of the protocol tracker over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrackerTotals {
+    pub segments: u64,
+    pub connections_seen: u64,
+    pub handshakes: u64,
+    pub encrypted_connections: u64,
+    pub compressed_connections: u64,
+    pub resyncs: u64,
+}
+
+/// The whole run: `--save` writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schema: String,
+    /// Always `run`.
+    pub kind: String,
+    /// The interface (or file) read.
+    pub source: String,
+    pub ports: Vec<u16>,
+    pub filter: String,
+    pub intervals: Vec<IntervalReport>,
+    pub total: IntervalReport,
+    pub tracker: TrackerTotals,
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Capture and report until the duration passes, `stop` is set, or the file ends; each
+/// finished interval goes to `on_interval` as it closes.
+pub fn run(
+    plan: &RtPlan,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<RunReport> {
+    let timeout_ms = (plan.interval_ns / 4_000_000).clamp(1, 100) as i32;
+    let mut pk = Packets::open(&plan.source, &plan.ports, timeout_ms)?;
+    let live = matches!(plan.source, Source::Live { .. });
+    let mut tracker = Tracker::new();
+    let mut events = Vec::new();
+    let mut start: Option<u64> = live.then(wall_ns);
+    let mut win = Window::new(start.unwrap_or(0), plan.breakdown);
+    let mut total = Window::new(start.unwrap_or(0), plan.breakdown);
+    let mut intervals = Vec::new();
+    let mut last_counts = CaptureCounts::default();
+    let mut now = start.unwrap_or(0);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let ended = match pk.next_packet()? {
+            Next::Segment(s) => {
+                now = now.max(s.ts_ns);
+                if start.is_none() {
+                    start = Some(s.ts_ns);
+                    win = Window::new(s.ts_ns, plan.breakdown);
+                    total = Window::new(s.ts_ns, plan.breakdown);
+                }
+                tracker.segment(&s, &mut events);
+                false
+            }
+            Next::Other => false,
+            Next::Timeout => {
+                now = now.max(wall_ns());
+                false
+            }
+            Next::End => true,
+        };
+        for e in events.drain(..) {
+            win.event(&e);
+        }
+        let Some(t0) = start else {
+            if ended {
+                break;
+            }
+            continue;
+        };
+        let over = plan.duration_ns.is_some_and(|d| now >= t0 + d);
+        let end_of_win = win.start_ns() + plan.interval_ns;
+        if now >= end_of_win || over || ended {
+            let cut = if now >= end_of_win { end_of_win } else { now };
+            tracker.flush(cut, IDLE_NS, &mut events);
+            for e in events.drain(..) {
+                win.event(&e);
+            }
+            let counts = pk.counts();
+            let delta = CaptureCounts {
+                received: counts.received.saturating_sub(last_counts.received),
+                dropped: counts.dropped.saturating_sub(last_counts.dropped),
+                if_dropped: counts.if_dropped.saturating_sub(last_counts.if_dropped),
+            };
+            last_counts = counts;
+            if cut > win.start_ns() {
+                let r = win.report(cut, "interval", delta);
+                on_interval(&r);
+                intervals.push(r);
+                total.absorb(&win);
+            }
+            // The next window starts at the boundary; after a long gap (a file), at `now`.
+            let next = if now >= end_of_win + plan.interval_ns {
+                now
+            } else {
+                cut
+            };
+            win = Window::new(next, plan.breakdown);
+            if over || ended {
+                break;
+            }
+        }
+    }
+    tracker.finish(&mut events);
+    for e in events.drain(..) {
+        win.event(&e);
+    }
+    total.absorb(&win);
+    let end = now.max(total.start_ns());
+    let counts = pk.counts();
+    let c = &tracker.counters;
+    Ok(RunReport {
+        schema: SCHEMA.to_string(),
+        kind: "run".to_string(),
+        source: pk.name.clone(),
+        ports: plan.ports.clone(),
+        filter: capture::filter_for(&plan.ports),
+        intervals,
+        total: total.report(end, "total", counts),
+        tracker: TrackerTotals {
+            segments: c.segments,
+            connections_seen: c.connections_seen,
+            handshakes: c.handshakes,
+            encrypted_connections: c.encrypted_connections,
+            compressed_connections: c.compressed_connections,
+            resyncs: c.resyncs,
+        },
+    })
+}

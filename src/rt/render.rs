@@ -1,0 +1,164 @@
+//! Text output of `spinscope rt`: one plain line per interval, or a block (overall, per
+//! command, top statements) redrawn in place on a terminal. Pure.
+
+use super::stats::{Group, IntervalReport, Percentiles};
+
+/// A time in microseconds, short: `87us`, `1.25ms`, `2.1s`.
+pub fn dur(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{us:.0}us")
+    } else if us < 1_000_000.0 {
+        format!("{:.2}ms", us / 1000.0)
+    } else {
+        format!("{:.1}s", us / 1e6)
+    }
+}
+
+/// `HH:MM:SS.mmm` UTC of a Unix time.
+pub fn clock(unix_s: f64) -> String {
+    let ms = (unix_s * 1000.0).round() as u64;
+    let s = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        (s / 3600) % 24,
+        (s / 60) % 60,
+        s % 60,
+        ms % 1000
+    )
+}
+
+fn pct5(p: &Percentiles) -> String {
+    format!(
+        "{}/{}/{}/{}/{}",
+        dur(p.p50_us),
+        dur(p.p95_us),
+        dur(p.p99_us),
+        dur(p.p999_us),
+        dur(p.max_us)
+    )
+}
+
+/// One plain line per interval (pipes, files).
+pub fn line(r: &IntervalReport) -> String {
+    let mut s = format!(
+        "{} requests={} rate={:.0}/s ttfb p50/p95/p99/p99.9/max={} ttlb={}",
+        clock(r.start_unix_s),
+        r.requests,
+        r.rate_per_s,
+        pct5(&r.ttfb_us),
+        pct5(&r.ttlb_us)
+    );
+    if r.errors > 0 {
+        s.push_str(&format!(" errors={}", r.errors));
+    }
+    if r.abandoned > 0 {
+        s.push_str(&format!(" unanswered={}", r.abandoned));
+    }
+    for g in &r.by_command {
+        s.push_str(&format!(
+            " | {} n={} ttlb p50={} p99={}",
+            g.key,
+            g.requests,
+            dur(g.ttlb_us.p50_us),
+            dur(g.ttlb_us.p99_us)
+        ));
+    }
+    if !r.valid {
+        s.push_str(&format!(
+            " INVALID: {}",
+            r.invalid_reason.as_deref().unwrap_or("")
+        ));
+    }
+    s
+}
+
+fn row(name: &str, g_req: u64, rate: f64, f: &Percentiles, l: &Percentiles) -> String {
+    format!(
+        "{name:<24} {g_req:>8} {rate:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        dur(f.p50_us),
+        dur(f.p99_us),
+        dur(f.p999_us),
+        dur(f.max_us),
+        dur(l.p50_us),
+        dur(l.p95_us),
+        dur(l.p99_us),
+        dur(l.max_us)
+    )
+}
+
+fn group_row(g: &Group, secs: f64) -> String {
+    let name: String = g.key.chars().take(24).collect();
+    let rate = if secs > 0.0 {
+        g.requests as f64 / secs
+    } else {
+        0.0
+    };
+    row(&name, g.requests, rate, &g.ttfb_us, &g.ttlb_us)
+}
+
+/// The block drawn on a terminal: header, the interval's row, one row per command, the top
+/// statements.
+pub fn block(r: &IntervalReport) -> Vec<String> {
+    let mut v = vec![
+        format!(
+            "{} ({:.3}s){}",
+            clock(r.start_unix_s),
+            r.interval_s,
+            if r.valid {
+                String::new()
+            } else {
+                format!("  INVALID: {}", r.invalid_reason.as_deref().unwrap_or(""))
+            }
+        ),
+        format!(
+            "{:<24} {:>8} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "",
+            "requests",
+            "rate/s",
+            "ttfb50",
+            "ttfb99",
+            "ttfb99.9",
+            "ttfbmax",
+            "ttlb50",
+            "ttlb95",
+            "ttlb99",
+            "ttlbmax"
+        ),
+        row("all", r.requests, r.rate_per_s, &r.ttfb_us, &r.ttlb_us),
+    ];
+    v.extend(r.by_command.iter().map(|g| group_row(g, r.interval_s)));
+    if !r.top_statements.is_empty() {
+        v.push("top statements by total time:".to_string());
+        v.extend(r.top_statements.iter().map(|g| {
+            format!(
+                "  {:>8} {:>9.1}ms p99={:>8}  {}",
+                g.requests,
+                g.total_ttlb_ms,
+                dur(g.ttlb_us.p99_us),
+                g.key
+            )
+        }));
+    }
+    v.push(format!(
+        "errors {}  no-answer commands {}  unanswered (closed) {}  packets {} dropped {}",
+        r.errors,
+        r.no_response,
+        r.abandoned,
+        r.capture.received,
+        r.capture.dropped + r.capture.if_dropped
+    ));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_clock() {
+        assert_eq!(dur(87.4), "87us");
+        assert_eq!(dur(1250.0), "1.25ms");
+        assert_eq!(dur(2_100_000.0), "2.1s");
+        assert_eq!(clock(3661.25), "01:01:01.250");
+    }
+}

@@ -1,0 +1,326 @@
+//! Per-interval aggregation of exchanges into HdrHistogram percentiles, by command type and by
+//! statement fingerprint, and the `spinscope.rt/1` documents. Pure: timestamps come in as
+//! values.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::fingerprint::fingerprint;
+use super::proto::{Command, Event};
+
+pub const SCHEMA: &str = "spinscope.rt/1";
+
+/// Percentiles of one time, microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+/// Requests of one kind (a command type or a fingerprint) in an interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// The command name (`COM_QUERY`, ..., `unknown`) or the statement fingerprint.
+    pub key: String,
+    pub requests: u64,
+    pub ttfb_us: Percentiles,
+    pub ttlb_us: Percentiles,
+    /// Sum of time to last byte, milliseconds (ranks the statements by the time they cost).
+    pub total_ttlb_ms: f64,
+}
+
+/// Packet capture counters over the interval (from the kernel, via libpcap).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaptureCounts {
+    pub received: u64,
+    pub dropped: u64,
+    pub if_dropped: u64,
+}
+
+/// One interval's report (also the whole run's, with `kind: "total"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    pub schema: String,
+    /// `interval` or `total`.
+    pub kind: String,
+    /// Start of the interval, seconds since the Unix epoch (capture clock).
+    pub start_unix_s: f64,
+    pub interval_s: f64,
+    /// Answered requests.
+    pub requests: u64,
+    pub rate_per_s: f64,
+    /// Answers that were ERR packets (readable connections only).
+    pub errors: u64,
+    /// Commands the server does not answer (COM_STMT_CLOSE, COM_QUIT), not in the percentiles.
+    pub no_response: u64,
+    /// Requests left unanswered by a closed or reset connection (a killed client, ...).
+    pub abandoned: u64,
+    /// Time to first byte of the answer.
+    pub ttfb_us: Percentiles,
+    /// Time to last byte of the answer.
+    pub ttlb_us: Percentiles,
+    pub by_command: Vec<Group>,
+    /// The statements that cost the most time (unencrypted COM_QUERY), top N.
+    pub top_statements: Vec<Group>,
+    pub capture: CaptureCounts,
+    /// False when the kernel dropped packets: percentiles over an incomplete capture.
+    pub valid: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+}
+
+struct Hists {
+    ttfb: Histogram<u64>,
+    ttlb: Histogram<u64>,
+    total_ttlb_ns: u128,
+}
+
+impl Hists {
+    fn new() -> Hists {
+        // Nanoseconds, 1 ns to 1 hour, 3 significant digits.
+        let h = || Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds");
+        Hists {
+            ttfb: h(),
+            ttlb: h(),
+            total_ttlb_ns: 0,
+        }
+    }
+    fn record(&mut self, ttfb_ns: u64, ttlb_ns: u64) {
+        self.ttfb.saturating_record(ttfb_ns.max(1));
+        self.ttlb.saturating_record(ttlb_ns.max(1));
+        self.total_ttlb_ns += ttlb_ns as u128;
+    }
+    fn add(&mut self, o: &Hists) {
+        let _ = self.ttfb.add(&o.ttfb);
+        let _ = self.ttlb.add(&o.ttlb);
+        self.total_ttlb_ns += o.total_ttlb_ns;
+    }
+    fn group(&self, key: String) -> Group {
+        Group {
+            key,
+            requests: self.ttlb.len(),
+            ttfb_us: pcts(&self.ttfb),
+            ttlb_us: pcts(&self.ttlb),
+            total_ttlb_ms: self.total_ttlb_ns as f64 / 1e6,
+        }
+    }
+}
+
+fn pcts(h: &Histogram<u64>) -> Percentiles {
+    if h.is_empty() {
+        return Percentiles::default();
+    }
+    let us = |v: u64| v as f64 / 1000.0;
+    Percentiles {
+        p50_us: us(h.value_at_quantile(0.50)),
+        p95_us: us(h.value_at_quantile(0.95)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        p999_us: us(h.value_at_quantile(0.999)),
+        max_us: us(h.max()),
+    }
+}
+
+/// What to split the intervals by.
+#[derive(Clone, Copy, Debug)]
+pub struct Breakdown {
+    pub by_command: bool,
+    /// Top N statement fingerprints (0: none).
+    pub top: usize,
+}
+
+/// Fingerprints tracked per window at most (the rest count as `other`).
+const MAX_FINGERPRINTS: usize = 5000;
+
+/// The exchanges of one time window.
+pub struct Window {
+    start_ns: u64,
+    all: Hists,
+    cmds: BTreeMap<Command, Hists>,
+    fps: HashMap<String, Hists>,
+    errors: u64,
+    no_response: u64,
+    abandoned: u64,
+    breakdown: Breakdown,
+}
+
+impl Window {
+    pub fn new(start_ns: u64, breakdown: Breakdown) -> Window {
+        Window {
+            start_ns,
+            all: Hists::new(),
+            cmds: BTreeMap::new(),
+            fps: HashMap::new(),
+            errors: 0,
+            no_response: 0,
+            abandoned: 0,
+            breakdown,
+        }
+    }
+
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    /// Answered requests so far.
+    pub fn requests(&self) -> u64 {
+        self.all.ttlb.len()
+    }
+
+    pub fn event(&mut self, e: &Event) {
+        match e {
+            Event::Exchange(x) => {
+                self.all.record(x.ttfb_ns, x.ttlb_ns);
+                self.errors += x.error as u64;
+                if self.breakdown.by_command {
+                    self.cmds
+                        .entry(x.command)
+                        .or_insert_with(Hists::new)
+                        .record(x.ttfb_ns, x.ttlb_ns);
+                }
+                if self.breakdown.top > 0 {
+                    if let Some(q) = &x.query {
+                        let mut fp = fingerprint(q);
+                        if !self.fps.contains_key(&fp) && self.fps.len() >= MAX_FINGERPRINTS {
+                            fp = "other".to_string();
+                        }
+                        self.fps
+                            .entry(fp)
+                            .or_insert_with(Hists::new)
+                            .record(x.ttfb_ns, x.ttlb_ns);
+                    }
+                }
+            }
+            Event::NoResponse(_) => self.no_response += 1,
+            Event::Abandoned(_) => self.abandoned += 1,
+        }
+    }
+
+    /// Fold another window into this one (the run's total).
+    pub fn absorb(&mut self, o: &Window) {
+        self.all.add(&o.all);
+        for (k, h) in &o.cmds {
+            self.cmds.entry(*k).or_insert_with(Hists::new).add(h);
+        }
+        for (k, h) in &o.fps {
+            if self.fps.contains_key(k) || self.fps.len() < MAX_FINGERPRINTS {
+                self.fps.entry(k.clone()).or_insert_with(Hists::new).add(h);
+            }
+        }
+        self.errors += o.errors;
+        self.no_response += o.no_response;
+        self.abandoned += o.abandoned;
+    }
+
+    /// The report of this window, ending at `end_ns`.
+    pub fn report(&self, end_ns: u64, kind: &str, capture: CaptureCounts) -> IntervalReport {
+        let interval_s = end_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+        let requests = self.requests();
+        let by_command = self
+            .cmds
+            .iter()
+            .map(|(c, h)| h.group(c.name().to_string()))
+            .collect();
+        let mut top: Vec<Group> = self.fps.iter().map(|(k, h)| h.group(k.clone())).collect();
+        top.sort_by(|a, b| {
+            b.total_ttlb_ms
+                .total_cmp(&a.total_ttlb_ms)
+                .then(a.key.cmp(&b.key))
+        });
+        top.truncate(self.breakdown.top);
+        let dropped = capture.dropped + capture.if_dropped;
+        IntervalReport {
+            schema: SCHEMA.to_string(),
+            kind: kind.to_string(),
+            start_unix_s: self.start_ns as f64 / 1e9,
+            interval_s,
+            requests,
+            rate_per_s: if interval_s > 0.0 {
+                requests as f64 / interval_s
+            } else {
+                0.0
+            },
+            errors: self.errors,
+            no_response: self.no_response,
+            abandoned: self.abandoned,
+            ttfb_us: pcts(&self.all.ttfb),
+            ttlb_us: pcts(&self.all.ttlb),
+            by_command,
+            top_statements: top,
+            valid: dropped == 0,
+            invalid_reason: (dropped > 0).then(|| {
+                format!("the capture lost {dropped} packets (kernel drops): percentiles are over an incomplete sample")
+            }),
+            capture,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rt::proto::{ConnKey, Exchange};
+
+    fn x(cmd: u8, ttfb: u64, ttlb: u64, q: Option<&str>) -> Event {
+        let a = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
+        Event::Exchange(Exchange {
+            key: ConnKey {
+                client: a,
+                server: a,
+            },
+            command: Command::Known(cmd),
+            request_end_ns: 0,
+            ttfb_ns: ttfb,
+            ttlb_ns: ttlb,
+            response_bytes: 10,
+            error: false,
+            query: q.map(|s| s.as_bytes().to_vec()),
+        })
+    }
+
+    #[test]
+    fn percentiles_commands_and_top_statements() {
+        let b = Breakdown {
+            by_command: true,
+            top: 1,
+        };
+        let mut w = Window::new(1_000_000_000, b);
+        for i in 1..=100u64 {
+            w.event(&x(
+                3,
+                i * 1000,
+                i * 2000,
+                Some("SELECT 1 FROM t WHERE id = 5"),
+            ));
+        }
+        w.event(&x(0x17, 500_000, 900_000, None));
+        w.event(&x(3, 10, 20, Some("SELECT 2")));
+        w.event(&Event::NoResponse(Command::Known(0x19)));
+        let r = w.report(2_000_000_000, "interval", CaptureCounts::default());
+        assert_eq!(r.requests, 102);
+        assert_eq!(r.no_response, 1);
+        assert!((r.rate_per_s - 102.0).abs() < 1e-9);
+        assert!(r.valid);
+        assert_eq!(r.by_command.len(), 2);
+        assert_eq!(r.by_command[0].key, "COM_QUERY");
+        assert_eq!(r.by_command[0].requests, 101);
+        assert!((r.by_command[0].ttfb_us.p50_us - 50.0).abs() < 0.1);
+        assert!((r.ttlb_us.max_us - 900.0).abs() < 1.0);
+        assert_eq!(r.top_statements.len(), 1);
+        assert_eq!(r.top_statements[0].key, "select ? from t where id = ?");
+        let dropped = w.report(
+            2_000_000_000,
+            "interval",
+            CaptureCounts {
+                received: 10,
+                dropped: 2,
+                if_dropped: 0,
+            },
+        );
+        assert!(!dropped.valid && dropped.invalid_reason.is_some());
+    }
+}
