@@ -203,13 +203,9 @@ fn progress() -> impl FnMut(Progress) {
 pub fn run(a: LabArgs) -> Result<i32> {
     let cpus = lab::harness::allowed_cpus().len();
     let p = plan(&a, cpus)?;
+    // Created and test-written before the run: a bad directory never costs a finished run.
     if let Some(dir) = &a.svg_dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::bad_input(format!(
-                "--svg-dir {}: cannot create it ({e}); choose a writable directory",
-                dir.display()
-            ))
-        })?;
+        crate::files::check_output_dir(dir, "--svg-dir")?;
     }
     // The shared handler (SIGINT, SIGTERM, SIGHUP, SIGQUIT): the engine polls its flag.
     crate::interrupt::install()?;

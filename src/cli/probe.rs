@@ -60,6 +60,10 @@ pub fn run(a: ProbeArgs) -> Result<i32> {
             .unwrap_or_default();
         o.cpus = Some(cpu::resolve_cpus(spec, &allowed)?);
     }
+    // The output path checked before measuring: a bad path never costs a finished probe.
+    if let Some(path) = &a.save {
+        crate::files::check_output(path, "--save")?;
+    }
     let show_progress = std::io::stderr().is_terminal();
     let report = cpu::probe(&o, &mut |msg| {
         if show_progress {

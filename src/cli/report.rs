@@ -45,9 +45,13 @@ pub fn run(a: ReportArgs) -> Result<i32> {
         Some(p) => crate::files::write_atomic(p, page.as_bytes(), "--out", false)?,
         None => {
             use std::io::Write;
-            std::io::stdout()
-                .write_all(page.as_bytes())
-                .map_err(|e| Error::runtime(format!("writing the page: {e}")))?;
+            // A closed stdout (`| head`) ends quietly, as for every command.
+            match std::io::stdout().write_all(page.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(Error::runtime(format!("writing the page: {e}")))
+                }
+                _ => {}
+            }
         }
     }
     Ok(EXIT_OK)

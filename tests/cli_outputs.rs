@@ -1,0 +1,154 @@
+//! Outputs are checked before any work: a path that cannot be written is bad input (exit 2,
+//! one line naming the flag) before a probe, a lab run, a sweep or a tune starts, so a bad
+//! path never loses a finished run. A closed stdout ends quietly (exit 0, no panic text) for
+//! the commands `cli_misc` does not cover.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("MYSQL_PWD")
+        .stdin(Stdio::null());
+    c
+}
+
+/// A path whose parent is a regular file: not writable by anyone, root included.
+const BAD: &str = "Cargo.toml/out.json";
+
+#[test]
+fn a_bad_output_path_is_refused_before_the_work() {
+    // Each of these would run for tens of seconds (or need a server: port 1 refuses) if the
+    // path were checked after the work.
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["probe", "--batches", "1000000", "--save", BAD],
+            "--save",
+        ),
+        (
+            vec![
+                "lab",
+                "--latch",
+                "futex",
+                "--threads",
+                "2",
+                "--duration-ms",
+                "20000",
+                "--svg-dir",
+                BAD,
+            ],
+            "--svg-dir",
+        ),
+        (
+            vec!["sweep", "run", "-h", "127.0.0.1", "-P", "1", "--save", BAD],
+            "--save",
+        ),
+        (
+            vec!["sweep", "run", "-h", "127.0.0.1", "-P", "1", "--csv", BAD],
+            "--csv",
+        ),
+        (
+            vec!["sweep", "run", "-h", "127.0.0.1", "-P", "1", "--html", BAD],
+            "--html",
+        ),
+        (
+            vec![
+                "sweep",
+                "run",
+                "-h",
+                "127.0.0.1",
+                "-P",
+                "1",
+                "--charts",
+                BAD,
+            ],
+            "--charts",
+        ),
+        (
+            vec!["tune", "-h", "127.0.0.1", "-P", "1", "--save", BAD],
+            "--save",
+        ),
+        (
+            vec![
+                "doctor",
+                "-h",
+                "127.0.0.1",
+                "-P",
+                "1",
+                "--save-snapshot",
+                BAD,
+            ],
+            "--save-snapshot",
+        ),
+    ];
+    for (args, flag) in cases {
+        let t = Instant::now();
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("Cargo.toml/out.json"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+/// Exit code and stderr with stdout a pipe whose reader is gone (`| head -c 10` after its
+/// bytes).
+fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors that we own from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: each descriptor was just created and is owned once.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let out = bin()
+        .args(args)
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let perf = "tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf";
+    let runs: [&[&str]; 7] = [
+        &["probe"],
+        &["spin", "--server", "8.0.36", "--cpu", "skylake-sp"],
+        &["spin", "--cpu", "list"],
+        &["profile", "--perf-script", perf, "--json"],
+        &[
+            "lab",
+            "--latch",
+            "futex",
+            "--threads",
+            "2",
+            "--duration-ms",
+            "20",
+            "--repeats",
+            "1",
+            "--json",
+        ],
+        &["report", "tests/fixtures/report/sweep.json"],
+        &["report", "tests/fixtures/report/doctor.json", "--format", "md"],
+    ];
+    for args in runs {
+        let (code, err) = with_closed_stdout(args);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+    }
+}
