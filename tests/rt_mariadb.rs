@@ -1,0 +1,131 @@
+//! Integration: `spinscope rt` on loopback against a throwaway MariaDB (own datadir, port on
+//! 127.0.0.1). A client of known queries over TCP: rt counts exactly those statements (by
+//! their fingerprint, so the client library's own setup queries are not mixed in) and its
+//! median is at most the client's; a query killed mid-way is counted without a panic. Needs
+//! root or CAP_NET_RAW (the test machine runs as root).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::mariadb::{self, MariaDb};
+use mysql::prelude::Queryable;
+use spinscope::rt::stats::IntervalReport;
+
+fn tcp(db: &MariaDb) -> mysql::Conn {
+    let o = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(db.port)
+        .prefer_socket(false)
+        .user(Some("root"));
+    mysql::Conn::new(o).expect("TCP connection to the throwaway server")
+}
+
+/// Start `rt --json` on the server's port; returns once its capture is open (its first
+/// interval line arrived) with the child and the lines read so far.
+fn start_rt(db: &MariaDb, secs: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args(["rt", "--port", &db.port.to_string(), "--interval", "200ms"])
+        .args(["--duration", secs, "--json", "--by-command", "--top", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spinscope rt");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("rt printed no interval: is the capture permitted (root or CAP_NET_RAW)?");
+    assert!(first.contains("spinscope.rt/1"), "{first}");
+    (child, rx)
+}
+
+fn finish(mut child: std::process::Child, rx: std::sync::mpsc::Receiver<String>) -> IntervalReport {
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0));
+    let lines: Vec<String> = rx.iter().collect();
+    let last = lines.last().expect("rt printed its total");
+    let total: IntervalReport = serde_json::from_str(last).expect("spinscope.rt/1 total");
+    assert_eq!(total.kind, "total");
+    total
+}
+
+#[test]
+fn counts_match_the_client_and_the_median_is_below_the_clients() {
+    if mariadb::skip_reason("rt_mariadb", mariadb::available().err()).is_some() {
+        return;
+    }
+    let db = MariaDb::start(&[]);
+    db.sql("CREATE DATABASE rt; CREATE TABLE rt.t (id INT PRIMARY KEY, c CHAR(20)); INSERT INTO rt.t VALUES (1,'a'),(2,'b'),(3,'c')");
+    let (child, rx) = start_rt(&db, "4s");
+    const N: usize = 3000;
+    let mut c = tcp(&db);
+    let mut client_us = Vec::with_capacity(N);
+    for i in 0..N {
+        let t = Instant::now();
+        let _: Option<String> = c
+            .query_first(format!("SELECT c FROM rt.t WHERE id = {}", i % 3 + 1))
+            .unwrap();
+        client_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    // A query killed mid-way (KILL QUERY from another session: the server answers ERR) and a
+    // connection killed mid-query (closed unanswered or with an ERR).
+    let mut victim = tcp(&db);
+    let mut killer = tcp(&db);
+    let vid: u64 = victim
+        .query_first("SELECT CONNECTION_ID()")
+        .unwrap()
+        .unwrap();
+    let h = std::thread::spawn(move || {
+        let r: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(3)");
+        let r2: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(3)");
+        (r.is_ok(), r2.is_err())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    killer.query_drop(format!("KILL QUERY {vid}")).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    killer.query_drop(format!("KILL {vid}")).unwrap();
+    let _ = h.join().unwrap();
+    drop(c);
+    let total = finish(child, rx);
+
+    let fp = total
+        .top_statements
+        .iter()
+        .find(|g| g.key == "select c from rt.t where id = ?")
+        .unwrap_or_else(|| panic!("statement not seen: {:?}", total.top_statements));
+    assert!(
+        (fp.requests as f64 - N as f64).abs() <= 0.02 * N as f64,
+        "rt counted {} of {N}",
+        fp.requests
+    );
+    client_us.sort_by(f64::total_cmp);
+    let client_p50 = client_us[N / 2];
+    assert!(
+        fp.ttlb_us.p50_us <= client_p50 && fp.ttlb_us.p50_us > 0.0,
+        "rt p50 {} us vs client p50 {client_p50} us",
+        fp.ttlb_us.p50_us
+    );
+    let q = total
+        .by_command
+        .iter()
+        .find(|g| g.key == "COM_QUERY")
+        .expect("COM_QUERY row");
+    assert!(q.requests >= N as u64);
+    assert!(
+        total.errors + total.abandoned >= 1,
+        "the killed query shows as an error or unanswered: {total:?}"
+    );
+    assert!(total.valid, "{:?}", total.invalid_reason);
+    eprintln!(
+        "rt: {} statements, p50 {} us (client {client_p50:.1} us), errors {}, unanswered {}",
+        fp.requests, fp.ttlb_us.p50_us, total.errors, total.abandoned
+    );
+}
