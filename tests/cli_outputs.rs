@@ -143,7 +143,12 @@ fn a_closed_stdout_ends_quietly() {
             "--json",
         ],
         &["report", "tests/fixtures/report/sweep.json"],
-        &["report", "tests/fixtures/report/doctor.json", "--format", "md"],
+        &[
+            "report",
+            "tests/fixtures/report/doctor.json",
+            "--format",
+            "md",
+        ],
     ];
     for args in runs {
         let (code, err) = with_closed_stdout(args);
