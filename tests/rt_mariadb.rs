@@ -129,3 +129,64 @@ fn counts_match_the_client_and_the_median_is_below_the_clients() {
         fp.requests, fp.ttlb_us.p50_us, total.errors, total.abandoned
     );
 }
+
+#[test]
+fn tls_connections_are_timed_with_the_command_unknown() {
+    if mariadb::skip_reason("rt_mariadb", mariadb::available().err()).is_some() {
+        return;
+    }
+    let certs = tempfile::tempdir().unwrap();
+    let (key, cert) = (certs.path().join("key.pem"), certs.path().join("cert.pem"));
+    let st = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl (apt-get install openssl)");
+    assert!(st.success(), "openssl req failed");
+    let db = MariaDb::start(&[
+        &format!("--ssl-cert={}", cert.display()),
+        &format!("--ssl-key={}", key.display()),
+    ]);
+    let (child, rx) = start_rt(&db, "3s");
+    const N: usize = 1000;
+    let o = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(db.port)
+        .prefer_socket(false)
+        .user(Some("root"))
+        .ssl_opts(Some(
+            mysql::SslOpts::default().with_danger_accept_invalid_certs(true),
+        ));
+    let mut c = mysql::Conn::new(o).expect("TLS connection");
+    let cipher: Option<(String, String)> = c
+        .query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        .unwrap();
+    assert!(
+        cipher.is_some_and(|(_, v)| !v.is_empty()),
+        "the connection is not encrypted"
+    );
+    for i in 0..N {
+        let _: Option<i64> = c.query_first(format!("SELECT {i}")).unwrap();
+    }
+    drop(c);
+    let total = finish(child, rx);
+    let unknown = total
+        .by_command
+        .iter()
+        .find(|g| g.key == "unknown")
+        .unwrap_or_else(|| panic!("no unknown-command row: {:?}", total.by_command));
+    // N queries plus the one above; the encrypted login is not a request.
+    let want = N as f64 + 1.0;
+    assert!(
+        (unknown.requests as f64 - want).abs() <= 0.02 * want,
+        "rt timed {} encrypted requests of {want}",
+        unknown.requests
+    );
+    assert!(unknown.ttlb_us.p50_us > 0.0 && total.top_statements.is_empty());
+}
