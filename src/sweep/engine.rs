@@ -14,7 +14,7 @@ use super::step::{measure_step, Bench, StepSpec};
 use super::Connectors;
 use crate::analysis::knee::{self, StepPoint};
 use crate::error::{Error, Result};
-use crate::load::driver::ServerProbe;
+use crate::load::driver::{ServerProbe, StepConfig};
 use crate::load::guard::SettingsGuard;
 use crate::load::workload::{check_custom, Kind, Mix, Workload};
 use crate::load::{self, schema};
@@ -181,15 +181,17 @@ fn ladder_loop(
                 observer.step_start(at);
                 let t0 = Instant::now();
                 let spec = StepSpec {
-                    threads,
+                    config: StepConfig {
+                        threads,
+                        warmup: plan.warmup,
+                        duration: plan.duration,
+                        rate: plan.rate,
+                        report_interval: plan.report_interval,
+                        label: format!("threads {threads} {} #{rep}", v.name),
+                        seed: plan.seed ^ u64::from(threads) << 8 ^ u64::from(rep),
+                    },
                     variant: v,
                     repeat: rep,
-                    warmup: plan.warmup,
-                    duration: plan.duration,
-                    rate: plan.rate,
-                    report_interval: plan.report_interval,
-                    label: format!("threads {threads} {} #{rep}", v.name),
-                    seed: plan.seed ^ u64::from(threads) << 8 ^ u64::from(rep),
                 };
                 let (sd, o) = measure_step(bench, &spec, observer)?;
                 observer.step_done(at, &sd, t0.elapsed());

@@ -3,7 +3,7 @@
 //! Little's check, open-loop "kept up", validity, the encoded histogram).
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
@@ -29,19 +29,13 @@ pub struct Bench<'a> {
     pub stop: &'a AtomicBool,
 }
 
-/// One step: `threads` clients under `variant`.
+/// One step: the driver's configuration (threads, warm-up, window, rate, label, seed) under
+/// `variant`.
 pub struct StepSpec<'a> {
-    pub threads: u32,
+    pub config: StepConfig,
     pub variant: &'a Variant,
     /// 1-based repeat (recorded in the document).
     pub repeat: u32,
-    pub warmup: Duration,
-    pub duration: Duration,
-    pub rate: Option<f64>,
-    pub report_interval: Option<Duration>,
-    /// The driver's progress label.
-    pub label: String,
-    pub seed: u64,
 }
 
 /// Apply the variant (each setting as the server holds it goes to `observer.applied`), run the
@@ -57,18 +51,10 @@ pub fn measure_step(
     for (s, want) in applied.iter().zip(&spec.variant.settings) {
         observer.applied(&spec.variant.name, s, &want.value);
     }
-    let cfg = StepConfig {
-        threads: spec.threads,
-        warmup: spec.warmup,
-        duration: spec.duration,
-        rate: spec.rate,
-        report_interval: spec.report_interval,
-        label: spec.label.clone(),
-        seed: spec.seed,
-    };
+    let cfg = &spec.config;
     let before = bench.probe.uptime().ok();
     let t_before = Instant::now();
-    let o = run_step(&cfg, bench.workload, bench.clients, bench.stop)?;
+    let o = run_step(cfg, bench.workload, bench.clients, bench.stop)?;
     let mut around = Around::default();
     match bench.probe.uptime() {
         Ok(after) => around.uptime = before.map(|b| (b, after, t_before.elapsed().as_secs_f64())),
@@ -88,12 +74,12 @@ pub fn measure_step(
         });
     }
     let sd = step_doc(
-        spec.threads,
+        cfg.threads,
         &spec.variant.name,
         spec.repeat,
         applied,
         &o,
-        spec.rate,
+        cfg.rate,
         around,
     );
     Ok((sd, o))

@@ -16,7 +16,7 @@ use super::doc::{curves, model_rank, rows, statements, ModelView, TuneDoc, METHO
 use super::race::{self, Race, RaceConfig, Sample};
 use crate::analysis::knee::{find_knee, StepPoint};
 use crate::error::{Error, Result};
-use crate::load::driver::ServerProbe;
+use crate::load::driver::{ServerProbe, StepConfig};
 use crate::load::guard::SettingsGuard;
 use crate::load::spec::{Setting, Variant};
 use crate::load::workload::{Kind, Mix, Workload};
@@ -82,15 +82,17 @@ impl Measure for ServerMeasure<'_> {
         let v = variant(&self.info, &self.current, cand);
         self.n += 1;
         let spec = StepSpec {
-            threads,
+            config: StepConfig {
+                threads,
+                warmup: self.plan.warmup,
+                duration: self.plan.duration,
+                rate: None,
+                report_interval: None,
+                label: format!("{} #{}", cand.name, self.n),
+                seed: self.plan.seed ^ self.n << 8,
+            },
             variant: &v,
             repeat: 1,
-            warmup: self.plan.warmup,
-            duration: self.plan.duration,
-            rate: None,
-            report_interval: None,
-            label: format!("{} #{}", cand.name, self.n),
-            seed: self.plan.seed ^ self.n << 8,
         };
         let mut bench = Bench {
             workload: &self.wl,
@@ -169,15 +171,17 @@ fn quick_knee(bench: &mut Bench, seed: u64) -> Result<(u32, String)> {
             break;
         }
         let spec = StepSpec {
-            threads,
+            config: StepConfig {
+                threads,
+                warmup: Duration::from_millis(500),
+                duration: Duration::from_secs(2),
+                rate: None,
+                report_interval: None,
+                label: format!("ladder {threads}"),
+                seed,
+            },
             variant: &current,
             repeat: 1,
-            warmup: Duration::from_millis(500),
-            duration: Duration::from_secs(2),
-            rate: None,
-            report_interval: None,
-            label: format!("ladder {threads}"),
-            seed,
         };
         let (sd, _) = measure_step(bench, &spec, &mut Quiet)?;
         let (tps, p99) = (sd.tps, sd.latency_us.p99);
