@@ -401,6 +401,7 @@ mod tests {
             sql_hz: None,
             enable_instruments: false,
             host_facts: None,
+            show_progress: false,
         };
         let lines = Mutex::new(Vec::new());
         let d = diagnose(&members, &o, 2, &AtomicBool::new(false), &|l| {

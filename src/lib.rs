@@ -16,6 +16,7 @@ pub mod journal;
 pub mod lab;
 pub mod load;
 pub mod profile;
+pub mod progress;
 pub mod report;
 pub mod rt;
 pub mod server;

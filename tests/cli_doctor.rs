@@ -196,6 +196,19 @@ fn text_and_markdown_reports() {
     ]);
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("## CRITICAL (1)") && s.contains("```sql"), "{s}");
+    // Each finding: its own heading, then evidence (a table), why and do as separate parts.
+    assert!(s.starts_with("# spinscope doctor: "), "{s}");
+    let f = &s[s.find("### `spin-budget`").expect("a heading per finding")..];
+    let f = &f[..f[3..].find("### ").map_or(f.len(), |i| i + 3)];
+    let ev = f
+        .find("\n\n**Evidence**\n\n| measure | value | unit |")
+        .expect(f);
+    let why = f.find("\n\n**Why.** ").expect(f);
+    let act = f.find("\n\n**Do.** ").expect(f);
+    assert!(ev < why && why < act, "{f}");
+    assert!(f.contains("| innodb_sync_spin_loops | 30 |"), "{f}");
+    // The facts are list items, not one run-on paragraph.
+    assert!(s.contains("\n- version "), "{s}");
 }
 
 fn bad(args: &[&str], code: i32, needle: &str) {

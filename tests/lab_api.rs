@@ -67,7 +67,7 @@ fn an_invalid_plan_is_refused_before_measuring() {
     let mut p = plan(vec![LatchKind::Std], vec![1]);
     p.duration_ms = 1;
     let err = lab::run(&p, &mut |_| panic!("no progress for a refused plan")).unwrap_err();
-    assert!(err.to_string().contains("--duration-ms 1"), "{err}");
+    assert!(err.to_string().contains("--duration 1ms"), "{err}");
     p.duration_ms = 30;
     p.latches.clear();
     assert!(lab::run(&p, &mut |_| {}).is_err());

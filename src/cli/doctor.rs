@@ -15,10 +15,10 @@ use crate::server::snapshot::Snapshot;
 const AFTER: &str = "\
 Examples:
   spinscope doctor -S /run/mysqld/mysqld.sock -u root
-  spinscope doctor --url mysql://monitor@db1:3306 -p --window 30 --json
+  spinscope doctor --url mysql://monitor@db1:3306 -p --window 30s --json
   spinscope doctor -h 127.0.0.1 -P 3306 -u root --enable-instruments --save-snapshot db1.json
   spinscope doctor --snapshot db1.json --fail-on warning
-  spinscope doctor root@db1:3306 root@db2:3306 root@db3:3306 --window 5
+  spinscope doctor root@db1:3306 root@db2:3306 root@db3:3306 --window 5s
   spinscope doctor --inventory fleet.txt --parallel 8 --json > fleet.json
 
 Several servers (positional TARGETs or --inventory, one `[NAME] TARGET` per line) are
@@ -45,8 +45,9 @@ pub struct DoctorArgs {
     /// Fleet mode: print each server's full report after the summary table.
     #[arg(long)]
     pub details: bool,
-    /// Observation window for the burst sampler and the deltas, in seconds (0: none).
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    /// Observation window for the burst sampler and the deltas: 10s, 500ms, 2m (a bare
+    /// number is seconds; 0: none).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub window: f64,
     /// Burst sampler rate, samples per second: of the server's running threads counted from
     /// /proc on a local server (and of Threads_running etc. from SQL on a remote one).
@@ -97,7 +98,7 @@ fn snapshot_path(p: &std::path::Path) -> PathBuf {
 fn check(a: &DoctorArgs) -> Result<()> {
     if !(a.window.is_finite() && (0.0..=3600.0).contains(&a.window)) {
         return Err(Error::bad_input(format!(
-            "--window {}: give 0..=3600 seconds",
+            "--window {}s: give 0s..=1h",
             a.window
         )));
     }
@@ -159,6 +160,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 sql_hz: a.sql_hz,
                 enable_instruments: a.enable_instruments,
                 host_facts,
+                show_progress: true,
             };
             (collect(&target, &o, &stop)?, "live".to_string())
         }

@@ -66,6 +66,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         sql_hz: None,
         enable_instruments: a.enable_instruments,
         host_facts,
+        show_progress: false,
     };
     let stop = crate::interrupt::install()?;
     eprintln!(

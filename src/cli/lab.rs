@@ -1,26 +1,26 @@
 //! `spinscope lab`: flags into a [`LabPlan`], the engine (`crate::lab`), then the tables or
 //! JSON and the charts. Measuring, the document and its rendering live in `crate::lab`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::lab::plan::latch_list;
-use crate::lab::{self, render, LabPlan, LatchKind, Progress, SpinParams};
+use crate::lab::{self, render, LabPlan, LatchKind, SpinParams};
 use crate::report;
 
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  spinscope lab --latch innodb57,mysql80,time-budget --threads 8 \\\n    \
-    --compare-pause-scale 1,14 --repeats 5\n  spinscope lab --latch futex,ticket --threads 2,4 --json"
+    --compare-pause-scale 1,14 --repeat 5\n  spinscope lab --latch futex,ticket --threads 1..8:x2 --duration 100ms --json\n  \
+    spinscope lab --latch mcs --cs-ns 2us --think-ns 1us --charts lab-charts"
 )]
 pub struct LabArgs {
-    /// Latches, comma-separated, or "all": innodb57, mysql80, mariadb106, time-budget, futex,
-    /// std, parking-lot, ticket, mcs, sharded.
-    #[arg(long, default_value = "all")]
-    pub latch: String,
-    /// Thread counts, comma-separated (oversubscription allowed). Default: 1, cores, 4x cores.
-    #[arg(long)]
+    /// Latches, comma-separated, or all.
+    #[arg(long, default_value = "all", value_delimiter = ',', value_name = "LATCH,...", value_parser = latch_values())]
+    pub latch: Vec<String>,
+    /// Thread counts: a list 1,4,16 or a ladder 1..64:x2 (oversubscription allowed).
+    /// Default: 1, cores, 4x cores.
+    #[arg(long, value_name = "LADDER")]
     pub threads: Option<String>,
     /// Execute each spin hint K times, emulating a CPU whose hint is K times slower
     /// (14 = Broadwell -> Skylake-SP).
@@ -29,20 +29,23 @@ pub struct LabArgs {
     /// Run every point at two pause scales "A,B" and print which latches move.
     #[arg(long)]
     pub compare_pause_scale: Option<String>,
-    /// Duration of one measured point, in ms.
-    #[arg(long, default_value_t = 200)]
-    pub duration_ms: u64,
+    /// Duration of one measured run: 200ms, 1s (bare number: seconds).
+    #[arg(long, default_value = "200ms", value_name = "DURATION", value_parser = super::units::seconds)]
+    pub duration: f64,
+    /// Old form of --duration, in milliseconds (kept for one release).
+    #[arg(long, hide = true, conflicts_with = "duration", value_name = "MS")]
+    pub duration_ms: Option<u64>,
     /// Repeats of every point (interleaved), for the spread.
-    #[arg(long, default_value_t = 3)]
-    pub repeats: u32,
-    /// Busy work inside the critical section, in ns.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, alias = "repeats", default_value_t = 3, value_name = "N")]
+    pub repeat: u32,
+    /// Busy work inside the critical section: 200ns, 2us (bare number: nanoseconds).
+    #[arg(long, default_value = "200ns", value_name = "DURATION", value_parser = super::units::nanos)]
     pub cs_ns: u64,
     /// Shared cache lines written inside the critical section.
     #[arg(long, default_value_t = 1)]
     pub cs_lines: usize,
-    /// Busy work between operations (think time), in ns.
-    #[arg(long, default_value_t = 200)]
+    /// Busy work between operations (think time) (bare number: nanoseconds).
+    #[arg(long, default_value = "200ns", value_name = "DURATION", value_parser = super::units::nanos)]
     pub think_ns: u64,
     /// Pin worker i to CPU i mod cores.
     #[arg(long)]
@@ -66,8 +69,8 @@ pub struct LabArgs {
     /// from the measured (scaled) hint.
     #[arg(long)]
     pub relax_multiplier: Option<u32>,
-    /// Spin budget of time-budget, in ns.
-    #[arg(long, default_value_t = 20_000)]
+    /// Spin budget of time-budget: 20us (bare number: nanoseconds).
+    #[arg(long, default_value = "20us", value_name = "DURATION", value_parser = super::units::nanos)]
     pub budget_ns: u64,
     /// Shards of the sharded latch.
     #[arg(long, default_value_t = 8)]
@@ -76,8 +79,18 @@ pub struct LabArgs {
     #[arg(long)]
     pub json: bool,
     /// Write SVG charts (throughput, p99, CPU per op vs threads) into this directory.
-    #[arg(long)]
-    pub svg_dir: Option<PathBuf>,
+    #[arg(long, alias = "svg-dir", value_name = "DIR")]
+    pub charts: Option<PathBuf>,
+}
+
+/// The latch names with their descriptions, and `all`, for --latch's possible values.
+fn latch_values() -> clap::builder::PossibleValuesParser {
+    let mut v: Vec<clap::builder::PossibleValue> = LatchKind::ALL
+        .iter()
+        .map(|k| clap::builder::PossibleValue::new(k.name()).help(k.description()))
+        .collect();
+    v.push(clap::builder::PossibleValue::new("all").help("every latch above"));
+    clap::builder::PossibleValuesParser::new(v)
 }
 
 fn parse_list<T: std::str::FromStr>(flag: &str, s: &str, what: &str) -> Result<Vec<T>> {
@@ -93,13 +106,11 @@ fn parse_list<T: std::str::FromStr>(flag: &str, s: &str, what: &str) -> Result<V
 
 /// The flags as a validated plan.
 pub fn plan(a: &LabArgs, cpus: usize) -> Result<LabPlan> {
-    let latches: Vec<LatchKind> = if a.latch.trim() == "all" {
+    let latches: Vec<LatchKind> = if a.latch.iter().any(|l| l == "all") {
         LatchKind::ALL.to_vec()
     } else {
         a.latch
-            .split(',')
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
+            .iter()
             .map(|s| {
                 LatchKind::from_name(s).ok_or_else(|| {
                     Error::bad_input(format!(
@@ -111,7 +122,11 @@ pub fn plan(a: &LabArgs, cpus: usize) -> Result<LabPlan> {
             .collect::<Result<_>>()?
     };
     let threads: Vec<usize> = match &a.threads {
-        Some(s) => parse_list("threads", s, "a thread count")?,
+        Some(s) => super::units::ladder(s)
+            .map_err(|e| Error::bad_input(format!("--threads {s}: {e}")))?
+            .into_iter()
+            .map(|t| t as usize)
+            .collect(),
         None => {
             let mut v = vec![1, cpus, 4 * cpus];
             v.dedup();
@@ -134,8 +149,10 @@ pub fn plan(a: &LabArgs, cpus: usize) -> Result<LabPlan> {
         latches,
         threads,
         scales,
-        repeats: a.repeats,
-        duration_ms: a.duration_ms,
+        repeats: a.repeat,
+        duration_ms: a
+            .duration_ms
+            .unwrap_or_else(|| (a.duration * 1e3).round().clamp(0.0, 1e12) as u64),
         cs_ns: a.cs_ns,
         cs_lines: a.cs_lines,
         think_ns: a.think_ns,
@@ -156,66 +173,23 @@ pub fn plan(a: &LabArgs, cpus: usize) -> Result<LabPlan> {
     Ok(p)
 }
 
-/// Progress on stderr: a start line when the run takes 2 s or more, then a counter (in place
-/// on a terminal, every tenth run otherwise).
-fn progress() -> impl FnMut(Progress) {
-    let tty = std::io::stderr().is_terminal();
-    let mut show = false;
-    move |p| match p {
-        Progress::Start { runs, est_s } => {
-            show = est_s >= 2.0;
-            if show {
-                eprintln!(
-                    "spinscope lab: {runs} runs of {} ms, about {est_s:.0} s (Ctrl-C prints what was measured)",
-                    (est_s * 1e3 / runs.max(1) as f64).round()
-                );
-            }
-        }
-        Progress::Run {
-            done,
-            runs,
-            point,
-            repeat,
-        } => {
-            if show && (tty || done % (runs / 10).max(1) == 0) {
-                let end = if tty { "\r" } else { "\n" };
-                eprint!(
-                    "  [{done}/{runs}] {} threads={} K={} repeat {repeat}        {end}",
-                    point.latch, point.threads, point.pause_scale
-                );
-                if tty && done == runs {
-                    eprintln!();
-                }
-            }
-        }
-        Progress::Interrupted { done, runs } => {
-            if show && tty {
-                eprintln!();
-            }
-            eprintln!(
-                "spinscope lab: interrupted after {done} of {runs} runs; printing what was measured"
-            );
-        }
-    }
-}
-
 /// Run the lab; returns 0, or 130 after Ctrl-C with the partial results printed.
 pub fn run(a: LabArgs) -> Result<i32> {
     let cpus = lab::harness::allowed_cpus().len();
     let p = plan(&a, cpus)?;
     // Created and test-written before the run: a bad directory never costs a finished run.
-    if let Some(dir) = &a.svg_dir {
-        crate::files::check_output_dir(dir, "--svg-dir")?;
+    if let Some(dir) = &a.charts {
+        crate::files::check_output_dir(dir, "--charts")?;
     }
     // The shared handler (SIGINT, SIGTERM, SIGHUP, SIGQUIT): the engine polls its flag.
     crate::interrupt::install()?;
-    let doc = lab::run(&p, &mut progress())?;
-    if let Some(dir) = &a.svg_dir {
+    let doc = lab::run(&p, &mut crate::progress::lab())?;
+    if let Some(dir) = &a.charts {
         for (file, svg) in render::charts(&doc) {
             let path = dir.join(file);
             std::fs::write(&path, svg).map_err(|e| {
                 Error::runtime(format!(
-                    "writing {}: {e}; check the --svg-dir",
+                    "writing {}: {e}; check the --charts directory",
                     path.display()
                 ))
             })?;

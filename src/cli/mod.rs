@@ -16,6 +16,7 @@ pub mod rt;
 pub mod spin;
 pub mod sweep;
 pub mod tune;
+pub mod units;
 pub mod watch;
 
 /// Long help shown under `spinscope --help`.

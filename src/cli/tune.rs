@@ -7,7 +7,7 @@ use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::load::schema;
 use crate::load::workload::{parse_sql_file, Kind};
 use crate::server::conn::{self as server_conn, ConnArgs};
-use crate::tune::args::{parse_budget, parse_pct};
+use crate::tune::args::parse_pct;
 use crate::tune::doc::render;
 use crate::tune::engine::{self, TunePlan};
 
@@ -24,8 +24,8 @@ pub struct TuneArgs {
     /// Scratch schema made by `sweep prepare`.
     #[arg(long, default_value = "spinscope")]
     pub schema: String,
-    /// point-select, read-only, write-only or read-write (sysbench's oltp mixes).
-    #[arg(long, default_value = "write-only")]
+    /// A built-in workload (sysbench's oltp mixes).
+    #[arg(long, default_value = "write-only", value_parser = super::units::WORKLOADS)]
     pub workload: String,
     /// Run the statements of FILE instead of a built-in workload (as `sweep run --sql`).
     #[arg(long, value_name = "FILE")]
@@ -33,9 +33,9 @@ pub struct TuneArgs {
     /// Client connections (default: the knee of a quick ladder 1..32 at the current settings).
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Time for the whole search, e.g. 90s, 10m, 1h.
-    #[arg(long, default_value = "10m")]
-    pub budget: String,
+    /// Time for the whole search, e.g. 90s, 10m, 1h (bare number: seconds).
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = super::units::seconds)]
+    pub budget: f64,
     /// A winner's mean p99 may exceed the current settings' by at most this much.
     #[arg(long, default_value = "10%")]
     pub max_p99_increase: String,
@@ -43,11 +43,11 @@ pub struct TuneArgs {
     /// an intended change.
     #[arg(long)]
     pub apply: bool,
-    /// Warm-up of each measurement, seconds (not counted).
-    #[arg(long, default_value_t = 1.0)]
+    /// Warm-up of each measurement, not counted (bare number: seconds).
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub warmup: f64,
-    /// Measured period of each measurement, seconds (2 or more).
-    #[arg(long, default_value_t = 3.0)]
+    /// Measured period of each measurement, 2s or more (bare number: seconds).
+    #[arg(long, default_value = "3s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub duration: f64,
     /// Most candidates raced (the current settings included).
     #[arg(long, default_value_t = 8)]
@@ -100,7 +100,7 @@ fn plan(a: &TuneArgs) -> Result<TunePlan> {
         kind,
         custom,
         threads: a.threads,
-        budget: parse_budget(&a.budget).map_err(Error::bad_input)?,
+        budget: secs("--budget", a.budget, 10.0, 86_400.0)?,
         warmup: secs("--warmup", a.warmup, 0.0, 600.0)?,
         duration: secs("--duration", a.duration, 2.0, 3600.0)?,
         max_p99_increase_pct: parse_pct(&a.max_p99_increase).map_err(Error::bad_input)?,

@@ -44,17 +44,18 @@ pub struct WatchArgs {
     /// Sampler rate per server, samples per second.
     #[arg(long, default_value_t = 100.0, value_name = "HZ")]
     pub hz: f64,
-    /// Seconds of samples kept per server and written before a trigger.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    /// Samples kept per server and written before a trigger: 30s, 2m (bare number: seconds).
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub history: f64,
-    /// Seconds of samples written after a trigger.
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    /// Samples written after a trigger (bare number: seconds).
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub after: f64,
     /// A trigger expression (repeatable); see the grammar below.
     #[arg(long = "trigger", value_name = "EXPR")]
     pub triggers: Vec<String>,
-    /// Seconds a trigger stays quiet after it fired (unless it says `cooldown`).
-    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    /// How long a trigger stays quiet after it fired, unless it says `cooldown` (bare number:
+    /// seconds).
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = super::units::seconds)]
     pub cooldown: f64,
     /// Captures this run writes at most.
     #[arg(long, default_value_t = 100, value_name = "N")]
@@ -65,8 +66,8 @@ pub struct WatchArgs {
     /// Captures kept in --out (the oldest go first).
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub keep: usize,
-    /// Captures older than this many days are removed.
-    #[arg(long, default_value_t = 14.0, value_name = "DAYS")]
+    /// Captures older than this are removed: 14d, 36h (bare number: days).
+    #[arg(long = "max-age", alias = "max-age-days", default_value = "14d", value_name = "DURATION", value_parser = super::units::days)]
     pub max_age_days: f64,
     /// Where captures and watch.log go.
     #[arg(long, default_value = "spinscope-watch", value_name = "DIR")]
@@ -74,14 +75,14 @@ pub struct WatchArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9104).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
-    /// Seconds of perf recording of a local server at each capture (0: none).
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    /// perf recording of a local server at each capture (bare number: seconds; 0: none).
+    #[arg(long = "profile-duration", alias = "profile-seconds", default_value = "5s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub profile_seconds: f64,
     /// What `cores` means in triggers [default: the server host's CPUs when local].
     #[arg(long, value_name = "N")]
     pub cores: Option<f64>,
-    /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
-    #[arg(long, value_name = "SECONDS")]
+    /// Stop after this long (bare number: seconds) [default: run until SIGINT/SIGTERM].
+    #[arg(long, value_name = "DURATION", value_parser = super::units::seconds)]
     pub duration: Option<f64>,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
@@ -143,13 +144,13 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
     range("--after", a.after, 0.0, 600.0, "seconds")?;
     range("--cooldown", a.cooldown, 0.0, 86_400.0, "seconds")?;
     range(
-        "--profile-seconds",
+        "--profile-duration",
         a.profile_seconds,
         0.0,
         300.0,
         "seconds",
     )?;
-    range("--max-age-days", a.max_age_days, 0.0, 36_500.0, "days")?;
+    range("--max-age", a.max_age_days, 0.0, 36_500.0, "days")?;
     if let Some(c) = a.cores {
         range("--cores", c, 1.0, 65_536.0, "cores")?;
     }

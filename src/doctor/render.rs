@@ -8,6 +8,9 @@ fn num(v: f64) -> String {
 
 /// Plain-text (`markdown == false`) or Markdown report.
 pub fn text(d: &DoctorDoc, markdown: bool) -> String {
+    if markdown {
+        return self::markdown(d);
+    }
     let mut s = String::new();
     let h = |s: &mut String, t: &str| {
         if markdown {
@@ -172,6 +175,84 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
     }
     if d.findings.is_empty() {
         s.push_str("no findings\n");
+    }
+    s
+}
+
+/// A table cell or inline text: pipes escaped, lines joined.
+fn cell(t: &str) -> String {
+    t.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The Markdown report: the facts as a list, then per severity a heading, and per finding a
+/// heading with its evidence (a table), why, what to do, and the statements and option-file
+/// lines as code blocks, each its own part.
+pub fn markdown(d: &DoctorDoc) -> String {
+    let mut s = format!(
+        "# spinscope doctor: {} ({})
+
+",
+        cell(&d.server),
+        cell(&d.target)
+    );
+    // The facts: the plain report's header lines, one list item each.
+    let plain = text(
+        &DoctorDoc {
+            findings: Vec::new(),
+            ..d.clone()
+        },
+        false,
+    );
+    for l in plain
+        .lines()
+        .skip(2)
+        .filter(|l| !l.is_empty() && *l != "no findings")
+    {
+        s.push_str(&format!("- {}\n", cell(l)));
+    }
+    s.push('\n');
+    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
+        let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        s.push_str(&format!(
+            "## {} ({})\n\n",
+            sev.name().to_uppercase(),
+            group.len()
+        ));
+        for f in group {
+            s.push_str(&format!("### `{}` {}\n\n", f.id, cell(&f.title)));
+            if !f.evidence.is_empty() {
+                s.push_str("**Evidence**\n\n| measure | value | unit |\n|---|---:|---|\n");
+                for e in &f.evidence {
+                    s.push_str(&format!(
+                        "| {} | {} | {} |\n",
+                        cell(&e.name),
+                        num(e.value),
+                        cell(&e.unit)
+                    ));
+                }
+                s.push('\n');
+            }
+            s.push_str(&format!("**Why.** {}\n\n", f.why.trim()));
+            s.push_str(&format!("**Do.** {}\n\n", f.what_to_do.trim()));
+            if !f.statements.is_empty() {
+                s.push_str(&format!(
+                    "**Run:**\n\n```sql\n{}\n```\n\n",
+                    f.statements.join("\n")
+                ));
+            }
+            if !f.option_file.is_empty() {
+                s.push_str(&format!(
+                    "**Option file:**\n\n```ini\n[mysqld]\n{}\n```\n\n",
+                    f.option_file.join("\n")
+                ));
+            }
+        }
+    }
+    if d.findings.is_empty() {
+        s.push_str("No findings.\n");
     }
     s
 }

@@ -83,14 +83,13 @@ impl LabPlan {
                 " (1 = the hint as is, 14 = Skylake-SP vs Broadwell)",
             )?;
         }
-        check_range(
-            "duration-ms",
-            self.duration_ms,
-            MIN_DURATION_MS,
-            MAX_DURATION_MS,
-            " (shorter is too short to measure)",
-        )?;
-        check_range("repeats", self.repeats, 1, 100, "")?;
+        if !(MIN_DURATION_MS..=MAX_DURATION_MS).contains(&self.duration_ms) {
+            return Err(Error::bad_input(format!(
+                "--duration {}ms is out of range: use {MIN_DURATION_MS}ms..={MAX_DURATION_MS}ms (shorter is too short to measure)",
+                self.duration_ms
+            )));
+        }
+        check_range("repeat", self.repeats, 1, 100, "")?;
         check_range("cs-ns", self.cs_ns, 0, 10_000_000, "")?;
         check_range("think-ns", self.think_ns, 0, 10_000_000, "")?;
         check_range("cs-lines", self.cs_lines, 0, 65_536, "")?;

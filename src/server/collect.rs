@@ -26,6 +26,8 @@ pub struct CollectOpts {
     pub enable_instruments: bool,
     /// Host facts from a file, used when the server is not local.
     pub host_facts: Option<HostFacts>,
+    /// Show the window's progress on stderr (`crate::progress::Window`).
+    pub show_progress: bool,
 }
 
 /// The privilege a refused query needs, or None when the error is not a privilege error.
@@ -770,8 +772,11 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
         },
         None => BurstPlan::sql_only(o.hz),
     };
+    let shown = (o.show_progress && o.window_s > 0.0)
+        .then(|| crate::progress::Window::start("doctor", "sampling", o.window_s));
     let burst = (o.window_s > 0.0)
         .then(|| burst_sample_plan(&mut conn, &plan, o.window_s, stop, ctx.notes));
+    drop(shown);
     // A failed sampler query that was not Ctrl-C: check whether the server is still there.
     let mut lost_connection = burst
         .as_ref()

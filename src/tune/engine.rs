@@ -299,10 +299,15 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         max_p99_increase_pct: plan.max_p99_increase_pct,
     };
     let mut race = Race::new(cands.iter().map(|c| c.name.clone()).collect(), cfg);
-    eprintln!(
-        "spinscope: racing {} candidates at {threads} threads, {:.0} s of budget left, {step_s} s a measurement",
-        cands.len(),
-        race.cfg.budget_s
+    let mut shown = crate::progress::Steps::new(
+        "tune",
+        "s of the budget",
+        race.cfg.budget_s.ceil() as u64,
+        race.cfg.budget_s,
+        &format!(
+            "racing {} candidates at {threads} threads, {step_s} s a measurement",
+            cands.len()
+        ),
     );
     let mut m = ServerMeasure {
         plan,
@@ -323,8 +328,9 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
             let wall = t.elapsed().as_secs_f64();
             Ok::<_, Error>(s.map(|s| (s, wall)))
         },
-        |r| progress(r, &cands),
+        |r| progress(&mut shown, r, &cands),
     );
+    shown.finish();
     drop(m);
     let decision = race.decide();
     let finished = outcome.as_ref().map(|d| *d).unwrap_or(false);
@@ -388,8 +394,8 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     })
 }
 
-/// One stderr line after each measurement: the leader and its interval.
-fn progress(r: &Race, cands: &[Candidate]) {
+/// After each measurement: the budget spent, the round, and the leader with its interval.
+fn progress(shown: &mut crate::progress::Steps, r: &Race, cands: &[Candidate]) {
     let lead = r.leader().map(|i| {
         let t = race::mean_interval(&r.arms[i].valid_tps());
         match t {
@@ -400,13 +406,14 @@ fn progress(r: &Race, cands: &[Candidate]) {
             None => format!("leader {}", cands[i].name),
         }
     });
-    eprintln!(
-        "spinscope: tune: round {} measurement {}, {:.0}/{:.0} s, {} in the race; {}",
-        r.rounds + 1,
-        r.measurements,
-        r.spent_s,
-        r.cfg.budget_s,
-        r.alive().len(),
-        lead.unwrap_or_else(|| "no leader yet (3 valid repeats needed)".into())
+    shown.step(
+        r.spent_s.min(r.cfg.budget_s).round() as u64,
+        &format!(
+            "round {} measurement {}, {} in the race; {}",
+            r.rounds + 1,
+            r.measurements,
+            r.alive().len(),
+            lead.unwrap_or_else(|| "no leader yet (3 valid repeats needed)".into())
+        ),
     );
 }

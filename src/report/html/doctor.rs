@@ -75,17 +75,28 @@ impl Kind for Doctor {
                 .to_vec(),
             rows,
         ));
+        // Per finding: a heading line, then why, do, and what to run as separate items.
         for f in findings {
-            let items: Vec<String> = ["why", "what_to_do", "statements", "option_file"]
-                .iter()
-                .filter_map(|k| {
-                    f.get(*k)
-                        .filter(|v| !v.is_null())
-                        .map(|v| format!("{}: {}", k, cell(v)))
-                })
-                .collect();
+            let items: Vec<String> = [
+                ("why", "why"),
+                ("what_to_do", "do"),
+                ("statements", "run"),
+                ("option_file", "option file [mysqld]"),
+            ]
+            .iter()
+            .filter_map(|(k, label)| {
+                f.get(*k)
+                    .filter(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+                    .map(|v| format!("{label}: {}", cell(v)))
+            })
+            .collect();
             if !items.is_empty() {
-                blocks.push(Block::Para(format!("{}:", cell(&f["id"]))));
+                blocks.push(Block::Para(format!(
+                    "{} ({}): {}",
+                    cell(&f["id"]),
+                    cell(&f["severity"]),
+                    cell(&f["title"])
+                )));
                 blocks.push(Block::List(items));
             }
         }

@@ -1,0 +1,255 @@
+//! Progress of long work, on stderr only. On a terminal: an indicatif bar with step k of N,
+//! the current point, elapsed and remaining time. Elsewhere (a log, a pipe, CI): plain lines,
+//! the first step, then at most one every [`PLAIN_EVERY_S`] seconds, and the last. Work that
+//! takes 2 s or more says first how long it will take. A [`Steps`] is updated by its engine
+//! between measurements, never during one; a [`Window`] (a fixed period of sampling or
+//! recording that has no steps) redraws once a second from its own thread.
+
+use std::io::IsTerminal;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Least seconds between two plain (non-terminal) progress lines.
+pub const PLAIN_EVERY_S: f64 = 10.0;
+
+/// Work expected to take at least this long gets a start line with its estimate.
+const ANNOUNCE_S: f64 = 2.0;
+
+/// "8 min 40 s", "18 s", "1 h 05 min": a rounded length of time for people.
+pub fn human(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 if s % 60 == 0 => format!("{} min", s / 60),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Whether stderr is a terminal (a bar) or not (plain lines).
+fn tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+fn bar(total: u64, label: &str) -> ProgressBar {
+    let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    b.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{bar:24}] {pos}/{len} {msg} ({elapsed} elapsed, ~{eta} left)",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    b.set_prefix(format!("spinscope {label}:"));
+    b
+}
+
+/// Progress over N known steps (runs, sweep steps, measurements).
+pub struct Steps {
+    label: String,
+    unit: &'static str,
+    total: u64,
+    show: bool,
+    bar: Option<ProgressBar>,
+    started: Instant,
+    last_line: Option<Instant>,
+}
+
+impl Steps {
+    /// Work of `total` steps of `unit` ("runs") under `label` ("lab", "sweep run"), expected to
+    /// take `est_s` seconds (`what`, e.g. "90 runs of 200 ms", says what makes it up).
+    /// Prints the estimate when it is 2 s or more; below that nothing is shown.
+    pub fn new(label: &str, unit: &'static str, total: u64, est_s: f64, what: &str) -> Steps {
+        let show = est_s >= ANNOUNCE_S;
+        if show {
+            eprintln!(
+                "spinscope {label}: {what}, about {} (Ctrl-C stops with what was measured)",
+                human(est_s)
+            );
+        }
+        let bar = (show && tty()).then(|| bar(total, label));
+        Steps {
+            label: label.to_string(),
+            unit,
+            total,
+            show,
+            bar,
+            started: Instant::now(),
+            last_line: None,
+        }
+    }
+
+    /// Step `done` of N finished; `point` says what it measured ("mcs threads=4 repeat 2").
+    pub fn step(&mut self, done: u64, point: &str) {
+        if !self.show {
+            return;
+        }
+        if let Some(b) = &self.bar {
+            b.set_message(point.to_string());
+            b.set_position(done);
+            return;
+        }
+        let now = Instant::now();
+        let due = match self.last_line {
+            None => true,
+            Some(t) => now.duration_since(t).as_secs_f64() >= PLAIN_EVERY_S,
+        };
+        if due || done >= self.total {
+            self.last_line = Some(now);
+            let el = self.started.elapsed().as_secs_f64();
+            let left = if done > 0 {
+                el / done as f64 * self.total.saturating_sub(done) as f64
+            } else {
+                0.0
+            };
+            eprintln!(
+                "spinscope {}: {done}/{} {}: {point}; {} elapsed, about {} left",
+                self.label,
+                self.total,
+                self.unit,
+                human(el),
+                human(left)
+            );
+        }
+    }
+
+    /// Done (or stopped): the bar is cleared; the caller says how it ended.
+    pub fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Progress through a fixed period (doctor's sampling window, profile's recording): a bar of
+/// seconds redrawn once a second on a terminal, a plain line every 10 s elsewhere.
+pub struct Window {
+    done: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Window {
+    /// Start showing `what` ("sampling the server") for `seconds` under `label` ("doctor").
+    /// Periods under 2 s show nothing.
+    pub fn start(label: &str, what: &str, seconds: f64) -> Window {
+        if seconds < ANNOUNCE_S {
+            return Window {
+                done: None,
+                thread: None,
+            };
+        }
+        eprintln!("spinscope {label}: {what} for {}", human(seconds));
+        let (tx, rx) = mpsc::channel::<()>();
+        let total = seconds.ceil() as u64;
+        let on_tty = tty();
+        let label = label.to_string();
+        let what = what.to_string();
+        let thread = std::thread::spawn(move || {
+            let b = on_tty.then(|| {
+                let b = bar(total, &label);
+                b.set_message(format!("s {what}"));
+                b
+            });
+            let t0 = Instant::now();
+            let mut last_plain = 0u64;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_secs(1))
+            {
+                let el = t0.elapsed().as_secs().min(total);
+                match &b {
+                    Some(b) => b.set_position(el),
+                    None if el >= last_plain + PLAIN_EVERY_S as u64 && el < total => {
+                        last_plain = el;
+                        eprintln!(
+                            "spinscope {label}: {what}: {el}/{total} s, about {} left",
+                            human((total - el) as f64)
+                        );
+                    }
+                    None => {}
+                }
+            }
+            if let Some(b) = b {
+                b.finish_and_clear();
+            }
+        });
+        Window {
+            done: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// The period is over (or was cut short): stop showing it.
+    pub fn finish(&mut self) {
+        self.done.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The lab engine's observer: its runs as [`Steps`].
+pub fn lab() -> impl FnMut(crate::lab::Progress) {
+    use crate::lab::Progress;
+    let mut steps: Option<Steps> = None;
+    move |p| match p {
+        Progress::Start { runs, est_s } => {
+            let what = format!(
+                "{runs} runs of {} ms",
+                (est_s * 1e3 / runs.max(1) as f64).round()
+            );
+            steps = Some(Steps::new("lab", "runs", runs as u64, est_s, &what));
+        }
+        Progress::Run {
+            done,
+            point,
+            repeat,
+            ..
+        } => {
+            if let Some(s) = &mut steps {
+                s.step(
+                    done as u64,
+                    &format!(
+                        "{} threads={} K={} repeat {repeat}",
+                        point.latch, point.threads, point.pause_scale
+                    ),
+                );
+            }
+        }
+        Progress::Interrupted { done, runs } => {
+            if let Some(s) = &mut steps {
+                s.finish();
+            }
+            eprintln!(
+                "spinscope lab: interrupted after {done} of {runs} runs; printing what was measured"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    #[test]
+    fn lengths_of_time_read_like_speech() {
+        assert_eq!(human(0.4), "0 s");
+        assert_eq!(human(18.2), "18 s");
+        assert_eq!(human(120.0), "2 min");
+        assert_eq!(human(520.0), "8 min 40 s");
+        assert_eq!(human(3900.0), "1 h 05 min");
+    }
+}
