@@ -116,6 +116,21 @@ impl Steps {
         }
     }
 
+    /// Show the current point before its step runs (the bar's message; nothing off a terminal).
+    pub fn at(&self, point: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(point.to_string());
+        }
+    }
+
+    /// Run `f` (which prints to stderr) with the bar out of the way.
+    pub fn suspend<F: FnOnce()>(&self, f: F) {
+        match &self.bar {
+            Some(b) => b.suspend(f),
+            None => f(),
+        }
+    }
+
     /// Done (or stopped): the bar is cleared; the caller says how it ended.
     pub fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
@@ -237,6 +252,61 @@ pub fn lab() -> impl FnMut(crate::lab::Progress) {
                 "spinscope lab: interrupted after {done} of {runs} runs; printing what was measured"
             );
         }
+    }
+}
+
+/// The sweep engine's observer: its steps as [`Steps`] (the estimate first, then the bar or
+/// the plain lines), each step's result and notes as [`crate::sweep::StderrLog`] prints them.
+#[derive(Default)]
+pub struct Sweep {
+    steps: Option<Steps>,
+}
+
+impl Sweep {
+    fn say<F: FnOnce()>(&self, f: F) {
+        match &self.steps {
+            Some(s) => s.suspend(f),
+            None => f(),
+        }
+    }
+}
+
+fn sweep_point(at: crate::sweep::Point) -> String {
+    format!("threads {} {} #{}", at.threads, at.variant, at.repeat)
+}
+
+impl crate::sweep::Observer for Sweep {
+    fn start(&mut self, steps: usize, per_step: Duration) {
+        let per = per_step.as_secs_f64();
+        self.steps = Some(Steps::new(
+            "sweep run",
+            "steps",
+            steps as u64,
+            steps as f64 * per,
+            &format!("{steps} steps of {}", human(per)),
+        ));
+    }
+    fn applied(&mut self, variant: &str, now: &crate::load::spec::Setting, asked: &str) {
+        self.say(|| crate::sweep::StderrLog.applied(variant, now, asked));
+    }
+    fn step_start(&mut self, at: crate::sweep::Point) {
+        if let Some(s) = &self.steps {
+            s.at(&sweep_point(at));
+        }
+    }
+    fn step_done(
+        &mut self,
+        at: crate::sweep::Point,
+        step: &crate::report::sweep::StepDoc,
+        wall: Duration,
+    ) {
+        self.say(|| crate::sweep::StderrLog.step_done(at, step, wall));
+        if let Some(s) = &mut self.steps {
+            s.step(at.k as u64, &sweep_point(at));
+        }
+    }
+    fn note(&mut self, text: &str) {
+        self.say(|| crate::sweep::StderrLog.note(text));
     }
 }
 

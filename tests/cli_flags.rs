@@ -28,10 +28,6 @@ fn duration_flags() -> Vec<(Vec<String>, String)> {
             }
         }
         for s in c.get_subcommands() {
-            // sweep's flags are still plain seconds (its command is being moved; next change).
-            if s.get_name() == "sweep" {
-                continue;
-            }
             path.push(s.get_name().to_string());
             walk(s, path, out);
             path.pop();
@@ -56,6 +52,9 @@ fn the_known_duration_flags_are_all_durations() {
         ("lab", "--think-ns"),
         ("lab", "--budget-ns"),
         ("tune", "--budget"),
+        ("sweep run", "--warmup"),
+        ("sweep run", "--duration"),
+        ("sweep run", "--report-interval"),
         ("tune", "--warmup"),
         ("tune", "--duration"),
         ("watch", "--history"),
@@ -89,7 +88,7 @@ fn every_duration_flag_takes_units() {
 #[test]
 fn every_duration_flag_refuses_junk_with_exit_2_and_one_line() {
     let flags = duration_flags();
-    assert!(flags.len() >= 14, "{flags:?}");
+    assert!(flags.len() >= 17, "{flags:?}");
     for (path, flag) in flags {
         for junk in ["ten", "10x", "1..2s", "inf"] {
             let out = bin()

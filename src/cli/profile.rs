@@ -17,8 +17,8 @@ use crate::report;
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "process", "perf_script"])))]
 #[command(
-    after_help = "Examples:\n  spinscope profile --process mariadbd --seconds 10 --svg flame.svg\n  \
-    spinscope profile --pid 1234 --seconds 5 --json\n  \
+    after_help = "Examples:\n  spinscope profile --process mariadbd --duration 10s --svg flame.svg\n  \
+    spinscope profile --pid 1234 --duration 5s --hz 499 --json\n  \
     spinscope profile --perf-script tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf"
 )]
 pub struct ProfileArgs {
@@ -32,11 +32,16 @@ pub struct ProfileArgs {
     /// Analyse an existing `perf script` text file instead of recording.
     #[arg(long, value_name = "FILE")]
     pub perf_script: Option<PathBuf>,
-    /// How long to record, in seconds.
-    #[arg(long, default_value_t = 10.0)]
+    /// How long to record: 10s, 2m (bare number: seconds).
+    #[arg(long = "duration", alias = "seconds", default_value = "10s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub seconds: f64,
-    /// Sampling frequency in Hz.
-    #[arg(long, default_value_t = 999)]
+    /// Sampling rate, samples per second.
+    #[arg(
+        long = "hz",
+        alias = "frequency",
+        default_value_t = 999,
+        value_name = "HZ"
+    )]
     pub frequency: u32,
     /// Top stacks to show per class.
     #[arg(long, default_value_t = 5)]
@@ -109,13 +114,13 @@ impl<R: Read> Read for Tee<R> {
 pub fn run(a: ProfileArgs) -> Result<i32> {
     if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
         return Err(Error::bad_input(format!(
-            "--seconds {}: give a value in (0, 3600]",
+            "--duration {}s: give a value in (0s, 1h]",
             a.seconds
         )));
     }
     if !(1..=100_000).contains(&a.frequency) {
         return Err(Error::bad_input(format!(
-            "--frequency {}: give 1..100000 Hz",
+            "--hz {}: give 1..100000 samples per second",
             a.frequency
         )));
     }
@@ -180,10 +185,8 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             .as_deref()
             .map(|p| open_output("--save-script", p))
             .transpose()?;
-        eprintln!(
-            "spinscope: recording {comm} (pid {pid}) for {} s at {} Hz ...",
-            a.seconds, a.frequency
-        );
+        let what = format!("recording {comm} (pid {pid}) at {} Hz", a.frequency);
+        let shown = crate::progress::Window::start("profile", &what, a.seconds);
         let req = collect::Request {
             pid,
             seconds: a.seconds,
@@ -221,6 +224,7 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             }
             None => profile::analyse_reader(r, "perf script output", src, &opts),
         })?;
+        drop(shown);
         an
     };
 

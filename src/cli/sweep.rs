@@ -2,9 +2,8 @@
 //! (`crate::sweep`), and the outputs. Measuring is `crate::load`; the document, its analysis
 //! and rendering `report::sweep` and `report::sweep_html`.
 
-use std::path::PathBuf;
-
 use crate::analysis::knee::parse_sla;
+use crate::cli::units;
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::load::schema;
 use crate::load::spec::{parse_ladder, parse_variants};
@@ -12,7 +11,8 @@ use crate::load::workload::{parse_sql_file, Kind};
 use crate::report::sweep::{self as doc_mod, SweepDoc};
 use crate::report::sweep_html;
 use crate::server::conn::{self as server_conn, ConnArgs};
-use crate::sweep::{self, connector, Connectors, Outputs, StderrLog, SweepPlan};
+use crate::sweep::{self, connector, Connectors, Outputs, SweepPlan};
+use std::path::PathBuf;
 
 /// Kept here for the other commands' flags.
 pub(crate) use crate::sweep::secs;
@@ -98,7 +98,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "spinscope")]
     pub schema: String,
     /// point-select, read-only, write-only or read-write (sysbench's oltp mixes).
-    #[arg(long, default_value = "point-select")]
+    #[arg(long, default_value = "point-select", value_parser = units::WORKLOADS)]
     pub workload: String,
     /// Run the statements of FILE instead of a built-in workload (one per line; placeholders
     /// {table} {id} {k} {c} {pad}). Every statement is prepared against the server before any
@@ -112,11 +112,11 @@ pub struct RunArgs {
     /// Thread ladder: 1,2,4,8 or 1..64:x2 or 4..32:+4.
     #[arg(long, default_value = "1,2,4,8,16,32,64")]
     pub threads: String,
-    /// Warm-up per step, seconds (not counted).
-    #[arg(long, default_value_t = 2.0)]
+    /// Warm-up per step, not counted (bare number: seconds).
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = units::seconds)]
     pub warmup: f64,
-    /// Measured window per step, seconds.
-    #[arg(long, default_value_t = 10.0)]
+    /// Measured window per step: 10s, 500ms (bare number: seconds).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = units::seconds)]
     pub duration: f64,
     /// Open loop: intended transactions per second in total; latency is counted from each
     /// request's intended start (coordinated omission corrected).
@@ -126,8 +126,7 @@ pub struct RunArgs {
     /// is the baseline.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
-    /// Repeats of every step, interleaved A B A B (an A/B verdict needs at least 3, each with
-    /// --duration 2 or more).
+    /// Repeats of every step, interleaved A B A B (a verdict needs 3 or more of 2s or more).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Latency SLA, e.g. p99<5ms.
@@ -136,8 +135,8 @@ pub struct RunArgs {
     /// End the ladder once throughput stopped rising and latency keeps growing.
     #[arg(long)]
     pub stop_after_knee: bool,
-    /// Progress line period on stderr in seconds (0: none).
-    #[arg(long, default_value_t = 1.0)]
+    /// A throughput line on stderr this often during each step (0: none; progress per step).
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = units::seconds)]
     pub report_interval: f64,
     /// Print the spinscope.sweep/1 JSON document on stdout instead of the table.
     #[arg(long)]
@@ -257,7 +256,7 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
         crate::files::check_output_dir(d, "--charts")?;
     }
     let conns = Connectors::for_target(&server_conn::resolve(&a.conn)?, &plan.schema);
-    let done = sweep::run(&plan, &conns, &mut StderrLog)?;
+    let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
     write_outputs(&done.doc, &a)?;
     if let Some(e) = done.error {
         return Err(e);

@@ -356,7 +356,6 @@ fn load_table(
         "creating a table",
     )?;
     let mut id = 1u64;
-    let mut last_pct = 0;
     while id <= size {
         let end = (id + BATCH - 1).min(size);
         let mut sql = format!("INSERT INTO `{schema}`.sbtest{t} (id, k, c, pad) VALUES ");
@@ -372,12 +371,13 @@ fn load_table(
             ));
         }
         q(conn.query_drop(sql), "loading rows")?;
-        let done = rows_done.fetch_add(end - id + 1, Ordering::Relaxed) + end - id + 1;
-        let pct = done * 100 / total.max(1);
-        if pct / 10 > last_pct / 10 {
+        let before = rows_done.fetch_add(end - id + 1, Ordering::Relaxed);
+        let done = before + end - id + 1;
+        // Exactly one batch, of all the loader threads, crosses each tenth: one line per tenth.
+        if before * 10 / total.max(1) < done * 10 / total.max(1) {
+            let pct = done * 100 / total.max(1);
             eprintln!("spinscope: prepare: {pct}% ({done} of {total} rows)");
         }
-        last_pct = pct;
         id = end + 1;
     }
     // The secondary index after the load, as sysbench does: faster than maintaining it.
