@@ -55,6 +55,7 @@ fn the_known_duration_flags_are_all_durations() {
         ("sweep run", "--warmup"),
         ("sweep run", "--duration"),
         ("sweep run", "--report-interval"),
+        ("profile", "--duration"),
         ("tune", "--warmup"),
         ("tune", "--duration"),
         ("watch", "--history"),
@@ -74,8 +75,8 @@ fn every_duration_flag_takes_units() {
         for v in ["2m", "500ms", "10s", "1.5s", "3"] {
             let mut argv = vec!["spinscope".to_string()];
             argv.extend(path.iter().cloned());
-            if path == ["report"] {
-                argv.push("x.json".into());
+            if path == ["profile"] {
+                argv.extend(["--pid".into(), "1".into()]);
             }
             argv.push(format!("{flag}={v}"));
             if let Err(e) = Cli::try_parse_from(&argv) {
@@ -88,7 +89,7 @@ fn every_duration_flag_takes_units() {
 #[test]
 fn every_duration_flag_refuses_junk_with_exit_2_and_one_line() {
     let flags = duration_flags();
-    assert!(flags.len() >= 17, "{flags:?}");
+    assert!(flags.len() >= 18, "{flags:?}");
     for (path, flag) in flags {
         for junk in ["ten", "10x", "1..2s", "inf"] {
             let out = bin()
