@@ -35,7 +35,8 @@ fn shell_lines() -> Vec<String> {
         }
         let full = format!("{cont}{l}");
         cont.clear();
-        let full = full.strip_prefix("$ ").unwrap_or(&full).trim().to_string();
+        let full = full.strip_prefix("$ ").unwrap_or(&full).trim();
+        let full = full.strip_prefix("sudo ").unwrap_or(full).to_string();
         if !full.is_empty() && !full.starts_with('#') {
             out.push(full);
         }
@@ -53,6 +54,8 @@ fn parse_only(l: &str) -> Option<&'static str> {
         Some("perf as root on the one mariadbd (tests/profile_mariadb.rs)")
     } else if l.starts_with("spinscope watch") || l.contains("/var/lib/spinscope/watch/") {
         Some("runs until stopped (tests/watch_mariadb.rs)")
+    } else if l.starts_with("spinscope rt") {
+        Some("captures packets as root (tests/rt_mariadb.rs)")
     } else if l.contains("| man") {
         Some("needs man-db")
     } else {

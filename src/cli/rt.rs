@@ -36,10 +36,10 @@ pub struct RtArgs {
     #[arg(long, short = 'i', value_name = "IF")]
     pub interface: Option<String>,
     /// Length of each interval (10ms .. 1h; `250ms`, `1s`, `2m`, or seconds).
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = super::units::duration_text)]
     pub interval: String,
     /// Stop after this long [default: until Ctrl-C].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", value_parser = super::units::duration_text)]
     pub duration: Option<String>,
     /// A row per command type (COM_QUERY, COM_STMT_EXECUTE, ...).
     #[arg(long)]

@@ -54,6 +54,12 @@ pub fn millis(s: &str) -> Result<f64, String> {
     parse(s, 1e-3, "milliseconds").map(|v| v * 1e3)
 }
 
+/// A duration flag kept as its text for a command that converts it itself, checked here so
+/// junk is refused like every other duration.
+pub fn duration_text(s: &str) -> Result<String, String> {
+    seconds(s).map(|_| s.to_string())
+}
+
 /// A duration flag in days (a bare number is days).
 pub fn days(s: &str) -> Result<f64, String> {
     parse(s, 86_400.0, "days").map(|v| v / 86_400.0)
