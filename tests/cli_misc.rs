@@ -1,5 +1,7 @@
 //! Completions, man pages, top-level usage errors and a closed stdout.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -41,28 +43,6 @@ fn unknown_command_is_a_usage_error() {
         .stderr(predicate::str::contains("frobnicate"));
 }
 
-/// Run the binary with stdout a pipe whose read end is already closed (what `| head -c 1` does
-/// once it has its byte), returning the exit code and stderr.
-fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills two new descriptors that we own from here on.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: each descriptor was just created and is owned once.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    drop(read);
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spinscope"))
-        .args(args)
-        .stdout(std::process::Stdio::from(write))
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn a_closed_stdout_ends_quietly() {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -77,7 +57,7 @@ fn a_closed_stdout_ends_quietly() {
         &["completions", "bash"],
     ];
     for args in runs {
-        let (code, err) = with_closed_stdout(args);
+        let (code, err) = common::with_closed_stdout(args);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
         assert_eq!(code, Some(0), "{args:?}: {err}");

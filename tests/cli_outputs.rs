@@ -3,7 +3,8 @@
 //! path never loses a finished run. A closed stdout ends quietly (exit 0, no panic text) for
 //! the commands `cli_misc` does not cover.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -101,27 +102,6 @@ fn a_bad_output_path_is_refused_before_the_work() {
     }
 }
 
-/// Exit code and stderr with stdout a pipe whose reader is gone (`| head -c 10` after its
-/// bytes).
-fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
-    let mut fds = [0; 2];
-    // SAFETY: pipe(2) fills two new descriptors that we own from here on.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: each descriptor was just created and is owned once.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    drop(read);
-    let out = bin()
-        .args(args)
-        .stdout(Stdio::from(write))
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn a_closed_stdout_ends_quietly() {
     let perf = "tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf";
@@ -151,7 +131,7 @@ fn a_closed_stdout_ends_quietly() {
         ],
     ];
     for args in runs {
-        let (code, err) = with_closed_stdout(args);
+        let (code, err) = common::with_closed_stdout(args);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
         assert_eq!(code, Some(0), "{args:?}: {err}");

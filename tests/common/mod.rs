@@ -3,3 +3,25 @@
 #![allow(dead_code)]
 
 pub mod mariadb;
+
+/// Exit code and stderr of the spinscope binary run with stdout a pipe whose read end is
+/// already closed (what `| head -c 10` does once it has its bytes).
+pub fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors that we own from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: each descriptor was just created and is owned once.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spinscope"))
+        .args(args)
+        .stdout(std::process::Stdio::from(write))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
