@@ -284,6 +284,7 @@ mod tests {
             notes: vec![],
             max_severity: findings.iter().map(|f| f.severity).max(),
             findings,
+            rt: None,
         }
     }
 
@@ -402,6 +403,7 @@ mod tests {
             enable_instruments: false,
             host_facts: None,
             show_progress: false,
+            rt: false,
         };
         let lines = Mutex::new(Vec::new());
         let d = diagnose(&members, &o, 2, &AtomicBool::new(false), &|l| {

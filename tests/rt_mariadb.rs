@@ -190,3 +190,157 @@ fn tls_connections_are_timed_with_the_command_unknown() {
     );
     assert!(unknown.ttlb_us.p50_us > 0.0 && total.top_statements.is_empty());
 }
+
+fn doctor(db: &MariaDb, extra: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args(["doctor", "--no-defaults", "-h", "127.0.0.1", "-u", "root"])
+        .args(["-P", &db.port.to_string()])
+        .args(extra)
+        .env_remove("MYSQL_PWD")
+        .output()
+        .expect("spinscope doctor")
+}
+
+fn doctor_doc(out: &std::process::Output) -> spinscope::doctor::DoctorDoc {
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("spinscope.doctor/1")
+}
+
+/// `doctor --rt`: the response times of the window beside Threads_running; the sampler's own
+/// TCP session is not among them; without the capture permission the diagnosis goes on.
+#[test]
+fn doctor_rt_puts_response_times_beside_threads_running() {
+    if mariadb::skip_reason("rt_mariadb", mariadb::available().err()).is_some() {
+        return;
+    }
+    let db = MariaDb::start(&[]);
+    // Idle: doctor's own sampler (10 Hz of SHOW GLOBAL STATUS over TCP) is left out.
+    let d = doctor_doc(&doctor(&db, &["--window", "1s", "--rt", "--json"]));
+    let rt = d.rt.expect("an rt part");
+    assert_eq!(rt.unavailable, None);
+    assert!(rt.excluded_client_port.is_some(), "{rt:?}");
+    assert_eq!(
+        rt.requests, 0,
+        "the sampler's own statements were timed: {rt:?}"
+    );
+
+    // Under load: 4 clients over TCP for longer than the window.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let mut c = tcp(&db);
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _: Option<i64> = c.query_first("SELECT SLEEP(0.002)").unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap.json");
+    let out = doctor(
+        &db,
+        &[
+            "--window",
+            "2s",
+            "--rt",
+            "--json",
+            "--save-snapshot",
+            snap.to_str().unwrap(),
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent: u64 = clients.into_iter().map(|h| h.join().unwrap()).sum();
+    let d = doctor_doc(&out);
+    let rt = d.rt.expect("an rt part");
+    assert_eq!(rt.unavailable, None);
+    // 4 clients at about 2 ms each: hundreds of requests in 2 s.
+    assert!(
+        rt.requests >= 200 && rt.requests <= sent,
+        "{} of {sent}",
+        rt.requests
+    );
+    assert!(
+        rt.ttlb_us.p50_us >= 2000.0 && rt.ttlb_us.p50_us < 100_000.0,
+        "{rt:?}"
+    );
+    assert!(rt.rows.len() >= 2, "{rt:?}");
+    let row = &rt.rows[rt.rows.len() / 2];
+    assert!(
+        row.requests > 0 && row.threads_running_max.is_some() && row.proc_running_max.is_some(),
+        "{row:?}"
+    );
+    assert!(rt.valid);
+    // The saved snapshot replays the same RT part, in text, Markdown and the HTML report.
+    let replay = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+            .args(["doctor", "--snapshot", snap.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = replay(&[]);
+    eprintln!("{text}");
+    assert!(
+        text.contains(&format!(
+            "response time from packets (rt on lo port {}",
+            db.port
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Threads_running max"), "{text}");
+    let md = replay(&["--markdown"]);
+    assert!(
+        md.contains("## Response time (rt)") && md.contains("| t | requests |"),
+        "{md}"
+    );
+    let html = dir.path().join("r.html");
+    let st = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "report",
+            snap.to_str().unwrap(),
+            "--out",
+            html.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Response time (rt)") && page.contains("ttlb p99"),
+        "no rt in the page"
+    );
+
+    // Without CAP_NET_RAW (taken out of the bounding set): one line, and the diagnosis goes on.
+    let o = Command::new("setpriv")
+        .args(["--bounding-set", "-net_raw,-net_admin", "--"])
+        .arg(env!("CARGO_BIN_EXE_spinscope"))
+        .args(["doctor", "--no-defaults", "-h", "127.0.0.1", "-u", "root"])
+        .args([
+            "-P",
+            &db.port.to_string(),
+            "--window",
+            "1s",
+            "--rt",
+            "--json",
+        ])
+        .output()
+        .expect("setpriv (util-linux)");
+    let d = doctor_doc(&o);
+    let why =
+        d.rt.and_then(|r| r.unavailable)
+            .expect("rt unavailable without CAP_NET_RAW");
+    assert!(why.contains("CAP_NET_RAW") && !why.contains('\n'), "{why}");
+    eprintln!("without CAP_NET_RAW: {why}");
+    assert!(d.burst.is_some_and(|b| b.samples > 0));
+}

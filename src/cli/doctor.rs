@@ -20,12 +20,15 @@ Examples:
   spinscope doctor --snapshot db1.json --fail-on warning
   spinscope doctor root@db1:3306 root@db2:3306 root@db3:3306 --window 5s
   spinscope doctor --inventory fleet.txt --parallel 8 --json > fleet.json
+  sudo spinscope doctor -h 127.0.0.1 -P 3306 -u root --rt     # response times beside Threads_running
 
 Several servers (positional TARGETs or --inventory, one `[NAME] TARGET` per line) are
 diagnosed in parallel and summarized one row each; the connection flags apply to every one.
 
 Needs read privileges plus PROCESS (INNODB STATUS); --enable-instruments also needs UPDATE on
-performance_schema and restores the previous state at the end, on error and on Ctrl-C.";
+performance_schema and restores the previous state at the end, on error and on Ctrl-C.
+--rt captures the server's TCP packets on its host over the window (root or CAP_NET_RAW);
+when it cannot, the report says why in one line and the rest of the diagnosis goes on.";
 
 /// Diagnose a live MySQL/MariaDB server (or a snapshot): findings with numbers and fixes.
 #[derive(Debug, Args)]
@@ -57,6 +60,10 @@ pub struct DoctorArgs {
     /// [default: 10, at most --hz]; each costs the server about 0.5 ms of CPU.
     #[arg(long, value_name = "HZ")]
     pub sql_hz: Option<f64>,
+    /// Also measure the server's response times from packets over the window (`spinscope rt`
+    /// on the server's TCP port; run on the server's host, as root or with CAP_NET_RAW).
+    #[arg(long, conflicts_with = "snapshot")]
+    pub rt: bool,
     /// Turn the performance_schema wait/synch instruments on for the window, then restore them.
     #[arg(long)]
     pub enable_instruments: bool,
@@ -130,6 +137,11 @@ fn check(a: &DoctorArgs) -> Result<()> {
 pub fn run(a: DoctorArgs) -> Result<i32> {
     check(&a)?;
     if a.inventory.is_some() || !a.more.is_empty() {
+        if a.rt {
+            return Err(Error::bad_input(
+                "--rt with several servers: rt captures packets on one server's host; run doctor --rt there for each",
+            ));
+        }
         return super::doctor_fleet::run(&a);
     }
     let mut stop = Arc::new(AtomicBool::new(false));
@@ -161,6 +173,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 enable_instruments: a.enable_instruments,
                 host_facts,
                 show_progress: true,
+                rt: a.rt,
             };
             (collect(&target, &o, &stop)?, "live".to_string())
         }

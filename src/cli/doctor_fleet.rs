@@ -67,6 +67,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         enable_instruments: a.enable_instruments,
         host_facts,
         show_progress: false,
+        rt: false,
     };
     let stop = crate::interrupt::install()?;
     eprintln!(

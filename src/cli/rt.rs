@@ -137,6 +137,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
             by_command: a.by_command,
             top: a.top,
         },
+        exclude_client_ports: Vec::new(),
     };
     let stop = crate::interrupt::install()?;
     let tty = std::io::stdout().is_terminal() && !a.json;

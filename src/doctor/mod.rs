@@ -4,6 +4,7 @@
 pub mod burst;
 pub mod facts;
 pub mod render;
+pub mod rt;
 pub mod rules;
 
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,10 @@ pub struct DoctorDoc {
     pub notes: Vec<String>,
     pub findings: Vec<Finding>,
     pub max_severity: Option<Severity>,
+    /// `doctor --rt`: the server's response times from packets over the window, per interval
+    /// beside Threads_running (absent without `--rt`; added to doctor/1 as an optional field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt: Option<rt::RtSide>,
 }
 
 pub fn build_doc(source: &str, f: &Facts) -> DoctorDoc {
@@ -115,5 +120,10 @@ pub fn build_doc(source: &str, f: &Facts) -> DoctorDoc {
         notes: f.snap.notes.clone(),
         max_severity: findings.iter().map(|x| x.severity).max(),
         findings,
+        rt: f
+            .snap
+            .rt
+            .as_ref()
+            .map(|r| rt::side(r, f.snap.burst.as_ref())),
     }
 }

@@ -76,6 +76,9 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
             num(b.monitor_1s.p50), num(b.monitor_1s.max)
         ));
     }
+    if let Some(r) = &d.rt {
+        s.push_str(&super::rt::text(r));
+    }
     if let Some(h) = &d.host {
         s.push_str(&format!(
             "host ({}): {} {}, {} CPUs, cache line {} B, kernel {}{}\n",
@@ -199,6 +202,7 @@ pub fn markdown(d: &DoctorDoc) -> String {
     let plain = text(
         &DoctorDoc {
             findings: Vec::new(),
+            rt: None,
             ..d.clone()
         },
         false,
@@ -211,6 +215,22 @@ pub fn markdown(d: &DoctorDoc) -> String {
         s.push_str(&format!("- {}\n", cell(l)));
     }
     s.push('\n');
+    if let Some(r) = &d.rt {
+        s.push_str("## Response time (rt)\n\n");
+        for l in super::rt::headline(r) {
+            s.push_str(&format!("- {}\n", cell(l.trim())));
+        }
+        s.push('\n');
+        if r.unavailable.is_none() && !r.rows.is_empty() {
+            let (head, rows) = super::rt::table(r);
+            s.push_str(&format!("| {} |\n", head.join(" | ")));
+            s.push_str(&format!("|{}\n", "---:|".repeat(head.len())));
+            for row in rows {
+                s.push_str(&format!("| {} |\n", row.join(" | ")));
+            }
+            s.push('\n');
+        }
+    }
     for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
         let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
         if group.is_empty() {

@@ -81,18 +81,33 @@ pub enum Next<'a> {
     End,
 }
 
-/// The BPF filter for the ports: `tcp port A or tcp port B ...`.
-pub fn filter_for(ports: &[u16]) -> String {
-    ports
+/// The BPF filter for the ports: `tcp port A or tcp port B ...`, without the segments of
+/// the `exclude` client ports.
+pub fn filter_for(ports: &[u16], exclude: &[u16]) -> String {
+    let any = ports
         .iter()
         .map(|p| format!("tcp port {p}"))
         .collect::<Vec<_>>()
-        .join(" or ")
+        .join(" or ");
+    if exclude.is_empty() {
+        return any;
+    }
+    let not = exclude
+        .iter()
+        .map(|p| format!("not tcp port {p}"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    format!("({any}) and {not}")
 }
 
 impl Packets {
     /// Open the source with the kernel filter for `ports`.
-    pub fn open(source: &Source, ports: &[u16], timeout_ms: i32) -> Result<Packets> {
+    pub fn open(
+        source: &Source,
+        ports: &[u16],
+        exclude: &[u16],
+        timeout_ms: i32,
+    ) -> Result<Packets> {
         let mut fd = None;
         let (mut cap, name, live, nanos): (Capture<dyn Activated>, String, bool, bool) =
             match source {
@@ -139,7 +154,7 @@ impl Packets {
                     (c.into(), name, true, nanos)
                 }
             };
-        cap.filter(&filter_for(ports), true).map_err(|e| {
+        cap.filter(&filter_for(ports, exclude), true).map_err(|e| {
             Error::runtime(format!("installing the capture filter for {ports:?}: {e}"))
         })?;
         let linktype = cap.get_datalink();

@@ -11,11 +11,12 @@ pub mod render;
 pub mod stats;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use capture::{Next, Packets, Source};
 use proto::Tracker;
 use stats::{Breakdown, CaptureCounts, IntervalReport, Window, SCHEMA};
@@ -35,6 +36,9 @@ pub struct RtPlan {
     /// Stop after this long (capture clock); `None`: until stopped or the file ends.
     pub duration_ns: Option<u64>,
     pub breakdown: Breakdown,
+    /// Client ports left out in the kernel filter (the caller's own session: doctor's and
+    /// watch's samplers would otherwise be timed with the server's clients).
+    pub exclude_client_ports: Vec<u16>,
 }
 
 /// Totals of the protocol tracker over the run.
@@ -76,8 +80,92 @@ pub fn run(
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&IntervalReport),
 ) -> Result<RunReport> {
+    let pk = open(plan)?;
+    run_open(pk, plan, stop, on_interval)
+}
+
+fn open(plan: &RtPlan) -> Result<Packets> {
     let timeout_ms = (plan.interval_ns / 4_000_000).clamp(1, 100) as i32;
-    let mut pk = Packets::open(&plan.source, &plan.ports, timeout_ms)?;
+    Packets::open(
+        &plan.source,
+        &plan.ports,
+        &plan.exclude_client_ports,
+        timeout_ms,
+    )
+}
+
+/// A capture running on its own thread (`doctor --rt`, `watch`): the capture is open when
+/// [`Background::start`] returns, so a missing permission is an error at once.
+pub struct Background {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Result<RunReport>>>,
+}
+
+impl Background {
+    /// Open the capture and run it on a new thread; each finished interval goes to
+    /// `on_interval` on that thread.
+    pub fn start(
+        plan: RtPlan,
+        mut on_interval: Box<dyn FnMut(&IntervalReport) + Send>,
+    ) -> Result<Background> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("rt-capture".into())
+            .spawn(move || {
+                let pk = match open(&plan) {
+                    Ok(p) => {
+                        let _ = tx.send(None);
+                        p
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Some(e));
+                        return Err(Error::runtime("the capture did not open"));
+                    }
+                };
+                run_open(pk, &plan, &flag, &mut *on_interval)
+            })
+            .map_err(|e| Error::runtime(format!("starting the capture thread: {e}")))?;
+        match rx.recv() {
+            Ok(None) => Ok(Background {
+                stop,
+                handle: Some(handle),
+            }),
+            Ok(Some(e)) => {
+                let _ = handle.join();
+                Err(e)
+            }
+            Err(_) => Err(Error::runtime("the capture thread ended before it opened")),
+        }
+    }
+
+    /// Stop the capture and return the run (the last, partial interval included in the total).
+    pub fn finish(mut self) -> Result<RunReport> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            _ => Err(Error::runtime("the capture thread failed")),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// [`run`] over a capture already open.
+fn run_open(
+    mut pk: Packets,
+    plan: &RtPlan,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&IntervalReport),
+) -> Result<RunReport> {
     let live = matches!(plan.source, Source::Live { .. });
     let mut tracker = Tracker::new();
     let mut events = Vec::new();
@@ -164,7 +252,7 @@ pub fn run(
         kind: "run".to_string(),
         source: pk.name.clone(),
         ports: plan.ports.clone(),
-        filter: capture::filter_for(&plan.ports),
+        filter: capture::filter_for(&plan.ports, &plan.exclude_client_ports),
         intervals,
         total: total.report(end, "total", counts),
         tracker: TrackerTotals {

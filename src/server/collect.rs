@@ -28,6 +28,8 @@ pub struct CollectOpts {
     pub host_facts: Option<HostFacts>,
     /// Show the window's progress on stderr (`crate::progress::Window`).
     pub show_progress: bool,
+    /// `doctor --rt`: capture the server's response times over the window (local server).
+    pub rt: bool,
 }
 
 /// The privilege a refused query needs, or None when the error is not a privilege error.
@@ -772,10 +774,16 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
         },
         None => BurstPlan::sql_only(o.hz),
     };
+    let mut rt = (o.rt && o.window_s > 0.0)
+        .then(|| super::rt_window::start(t, &variables, &mut conn, o.window_s));
     let shown = (o.show_progress && o.window_s > 0.0)
         .then(|| crate::progress::Window::start("doctor", "sampling", o.window_s));
+    if let Some(r) = rt.as_mut() {
+        r.window_starts();
+    }
     let burst = (o.window_s > 0.0)
         .then(|| burst_sample_plan(&mut conn, &plan, o.window_s, stop, ctx.notes));
+    let rt = rt.map(super::rt_window::RtWindow::finish);
     drop(shown);
     // A failed sampler query that was not Ctrl-C: check whether the server is still there.
     let mut lost_connection = burst
@@ -847,5 +855,6 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
         refused,
         notes,
         lost_connection,
+        rt,
     })
 }

@@ -10,4 +10,5 @@ pub mod live_settings;
 pub mod optfile;
 pub mod parse;
 pub mod proc_threads;
+pub mod rt_window;
 pub mod snapshot;

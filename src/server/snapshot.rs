@@ -71,6 +71,29 @@ pub struct ProcPoint {
     pub threads: u32,
 }
 
+/// `doctor --rt`: the server's response times captured from packets over the window
+/// (`crate::rt`), or why they were not.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RtRecord {
+    /// Why nothing was measured (a remote server, no permission to capture, no TCP port);
+    /// None when the capture ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// doctor's own session, left out by the capture filter (a TCP connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_client_port: Option<u16>,
+    /// Unix time the burst sampler's window started (the intervals are on the capture clock).
+    pub window_start_unix_s: f64,
+    /// `spinscope.rt/1` intervals over the window, and their total.
+    pub intervals: Vec<crate::rt::stats::IntervalReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<crate::rt::stats::IntervalReport>,
+}
+
 /// One performance_schema event's cumulative counters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaitRow {
@@ -196,6 +219,9 @@ pub struct Snapshot {
     /// The server went away during collection: the evidence is partial.
     #[serde(default)]
     pub lost_connection: bool,
+    /// `doctor --rt`: response times from packets over the window (absent without `--rt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt: Option<RtRecord>,
 }
 
 impl Snapshot {

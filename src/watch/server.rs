@@ -42,6 +42,7 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         // After the first connection the host's spin hint is known: no second probe.
         host_facts: prev.and_then(|p| p.host.clone()),
         show_progress: false,
+        rt: false,
     };
     let snap = collect(&w.target, &opts, &never)?;
     let facts = crate::doctor::Facts::from_snapshot(snap);
@@ -252,6 +253,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
             enable_instruments: false,
             host_facts: host,
             show_progress: false,
+            rt: false,
         };
         let snapshot = collect(&t, &opts, &never);
         let processlist = processlist(&t);

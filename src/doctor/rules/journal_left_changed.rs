@@ -69,6 +69,7 @@ mod tests {
             refused: vec![],
             notes: vec![note, "change journal: note: another spinscope".into()],
             lost_connection: false,
+            rt: None,
         });
         let v = check(&f);
         assert_eq!(v.len(), 1);

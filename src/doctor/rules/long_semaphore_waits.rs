@@ -98,6 +98,7 @@ mod tests {
             refused: vec![],
             notes: vec![],
             lost_connection: false,
+            rt: None,
         });
         let v = check(&f);
         assert_eq!(v.len(), 1);

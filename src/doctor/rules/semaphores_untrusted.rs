@@ -213,6 +213,7 @@ mod tests {
             refused: vec![],
             notes: vec![],
             lost_connection: false,
+            rt: None,
         })
     }
 

@@ -289,6 +289,7 @@ mod tests {
             refused: vec![],
             notes: vec![],
             lost_connection: false,
+            rt: None,
         })
     }
 

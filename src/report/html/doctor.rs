@@ -100,6 +100,29 @@ impl Kind for Doctor {
                 blocks.push(Block::List(items));
             }
         }
+        if let Some(rt) = doc.get("rt").filter(|v| !v.is_null()) {
+            let side: crate::doctor::rt::RtSide = serde_json::from_value(rt.clone())
+                .map_err(|e| format!("its \"rt\" part is not doctor --rt's ({e})"))?;
+            if side.unavailable.is_none() && side.requests > 0 {
+                summary.push((
+                    2,
+                    format!(
+                        "Doctor ({target}): the server answered {} requests in the window, time to last byte p50 {}, p99 {} (from packets).",
+                        side.requests,
+                        crate::rt::render::dur(side.ttlb_us.p50_us),
+                        crate::rt::render::dur(side.ttlb_us.p99_us)
+                    ),
+                ));
+            }
+            blocks.push(Block::Para(
+                "Response time (rt), beside the running threads".into(),
+            ));
+            blocks.push(Block::List(crate::doctor::rt::headline(&side)));
+            if side.unavailable.is_none() && !side.rows.is_empty() {
+                let (head, rows) = crate::doctor::rt::table(&side);
+                blocks.push(Block::Table(head, rows));
+            }
+        }
         if let Some(n) = doc.get("notes").and_then(Value::as_array) {
             if !n.is_empty() {
                 blocks.push(Block::List(n.iter().map(cell).collect()));
