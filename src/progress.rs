@@ -34,16 +34,24 @@ fn tty() -> bool {
     std::io::stderr().is_terminal()
 }
 
-fn bar(total: u64, label: &str) -> ProgressBar {
+/// A bar on stderr: "lab [=====>     ] 12/90 runs, 2s, ~11s left: POINT".
+/// The point is last and cut to the terminal's width, so the bar stays on one line (a line
+/// that wraps leaves a copy of itself behind at every redraw).
+fn bar(total: u64, label: &str, unit: &str, big: bool) -> ProgressBar {
     let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let (pos, len) = if big {
+        ("{human_pos}", "{human_len}")
+    } else {
+        ("{pos}", "{len}")
+    };
     b.set_style(
-        ProgressStyle::with_template(
-            "{prefix} [{bar:24}] {pos}/{len} {msg} ({elapsed} elapsed, ~{eta} left)",
-        )
+        ProgressStyle::with_template(&format!(
+            "{{prefix}} [{{bar:16}}] {pos}/{len} {unit}, {{elapsed}}, ~{{eta}} left: {{wide_msg}}"
+        ))
         .expect("a valid template")
         .progress_chars("=> "),
     );
-    b.set_prefix(format!("spinscope {label}:"));
+    b.set_prefix(label.to_string());
     b
 }
 
@@ -70,7 +78,7 @@ impl Steps {
                 human(est_s)
             );
         }
-        let bar = (show && tty()).then(|| bar(total, label));
+        let bar = (show && tty()).then(|| bar(total, label, unit, false));
         Steps {
             label: label.to_string(),
             unit,
@@ -170,8 +178,8 @@ impl Window {
         let what = what.to_string();
         let thread = std::thread::spawn(move || {
             let b = on_tty.then(|| {
-                let b = bar(total, &label);
-                b.set_message(format!("s {what}"));
+                let b = bar(total, &label, "s", false);
+                b.set_message(what.clone());
                 b
             });
             let t0 = Instant::now();
@@ -214,6 +222,152 @@ impl Drop for Window {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// `sweep prepare`'s load ([`crate::load::schema::PrepareEvent`]): on a terminal a bar of rows
+/// with the tables being loaded; elsewhere the start line, then at most one line every 10 s
+/// (only when rows moved), and the end. Once the rate is known (2 s in), one line says how
+/// long the rest will take.
+pub struct Prepare {
+    schema: String,
+    /// "4 tables x 100000 rows", once the load started.
+    what: String,
+    bar: Option<ProgressBar>,
+    last_line: Option<Instant>,
+    last_rows: u64,
+    estimated: bool,
+}
+
+impl Prepare {
+    pub fn new(schema: &str) -> Prepare {
+        Prepare {
+            schema: schema.to_string(),
+            what: String::new(),
+            bar: None,
+            last_line: None,
+            last_rows: 0,
+            estimated: false,
+        }
+    }
+
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub fn event(&mut self, e: crate::load::schema::PrepareEvent) {
+        use crate::load::schema::PrepareEvent;
+        match e {
+            PrepareEvent::Start {
+                tables,
+                table_size,
+                threads,
+            } => {
+                self.what = format!("{tables} tables x {table_size} rows");
+                eprintln!(
+                    "spinscope sweep prepare: loading {} ({} rows) over {threads} connections into `{}`",
+                    self.what,
+                    tables as u64 * table_size,
+                    self.schema
+                );
+                if tty() {
+                    let b = bar(tables as u64 * table_size, "sweep prepare", "rows", true);
+                    self.bar = Some(b);
+                }
+            }
+            PrepareEvent::Progress(l) => {
+                let el = l.elapsed.as_secs_f64();
+                let left = if l.rows > 0 {
+                    el / l.rows as f64 * l.total.saturating_sub(l.rows) as f64
+                } else {
+                    0.0
+                };
+                if el < ANNOUNCE_S || l.rows == 0 || l.rows >= l.total {
+                    // The rate is not known yet (or the rows are in): nothing new to say.
+                    if let Some(b) = &self.bar {
+                        b.set_position(l.rows);
+                        b.set_message(tables_line(&l));
+                    }
+                    return;
+                }
+                if !self.estimated && self.bar.is_some() {
+                    self.estimated = true;
+                    self.say(&format!(
+                        "spinscope sweep prepare: {} rows/s, about {} left (then the index on k)",
+                        crate::report::fmt_num((l.rows as f64 / el).round()),
+                        human(left)
+                    ));
+                }
+                if let Some(b) = &self.bar {
+                    b.set_position(l.rows);
+                    b.set_message(tables_line(&l));
+                    return;
+                }
+                let due = self
+                    .last_line
+                    .is_none_or(|t| t.elapsed().as_secs_f64() >= PLAIN_EVERY_S);
+                if due && l.rows > self.last_rows {
+                    self.last_line = Some(Instant::now());
+                    self.last_rows = l.rows;
+                    eprintln!(
+                        "spinscope sweep prepare: {} of {} rows ({}%), {}; {} elapsed, about {} left",
+                        l.rows,
+                        l.total,
+                        l.rows * 100 / l.total.max(1),
+                        tables_line(&l),
+                        human(el),
+                        human(left)
+                    );
+                }
+            }
+            PrepareEvent::Done { elapsed } => {
+                if let Some(b) = self.bar.take() {
+                    b.finish_and_clear();
+                }
+                eprintln!(
+                    "spinscope sweep prepare: prepared `{}`: {} in {}",
+                    self.schema,
+                    self.what,
+                    human(elapsed.as_secs_f64())
+                );
+            }
+        }
+    }
+}
+
+impl Drop for Prepare {
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// "2/8 tables done; sbtest3 45%, sbtest4 12%" (at most four tables named).
+fn tables_line(l: &crate::load::schema::Loading) -> String {
+    let size = l.table_size.max(1);
+    let busy: Vec<String> = l
+        .per_table
+        .iter()
+        .enumerate()
+        .filter(|(_, &r)| r > 0 && r < size)
+        .map(|(i, &r)| format!("sbtest{} {}%", i + 1, r * 100 / size))
+        .collect();
+    let mut s = format!("{}/{} tables done", l.tables_done, l.per_table.len());
+    let indexing = l.per_table.iter().filter(|&&r| r >= size).count() as u32;
+    if indexing > l.tables_done {
+        s.push_str(&format!(", {} indexing", indexing - l.tables_done));
+    }
+    if !busy.is_empty() {
+        s.push_str("; ");
+        s.push_str(&busy.iter().take(4).cloned().collect::<Vec<_>>().join(", "));
+        if busy.len() > 4 {
+            s.push_str(&format!(" and {} more", busy.len() - 4));
+        }
+    }
+    s
 }
 
 /// The lab engine's observer: its runs as [`Steps`].

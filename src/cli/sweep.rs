@@ -171,19 +171,18 @@ pub fn run(args: SweepArgs) -> Result<i32> {
     match args.command {
         SweepCommand::Prepare(a) => {
             schema::check_schema_name(&a.schema)?;
-            let range = |flag: &str, v: u64, max: u64| {
-                if v == 0 || v > max {
-                    Err(Error::bad_input(format!("{flag} {v}: use 1..={max}")))
-                } else {
-                    Ok(())
-                }
-            };
-            range("--tables", a.tables.into(), 1000)?;
-            range("--table-size", a.table_size, 2_000_000_000)?;
-            range("--load-threads", a.load_threads.into(), 64)?;
+            let limits: [(&str, u64, u64); 3] = [
+                ("--tables", a.tables.into(), 1000),
+                ("--table-size", a.table_size, 2_000_000_000),
+                ("--load-threads", a.load_threads.into(), 64),
+            ];
+            if let Some((flag, v, max)) = limits.iter().find(|(_, v, max)| *v == 0 || v > max) {
+                return Err(Error::bad_input(format!("{flag} {v}: use 1..={max}")));
+            }
             let c = connector(&server_conn::resolve(&a.conn)?, None);
-            let (tables, size) = (a.tables, a.table_size);
-            schema::prepare(&c, &a.schema, tables, size, a.load_threads, a.force)?;
+            let mut shown = crate::progress::Prepare::new(&a.schema);
+            let (t, n, lt, f) = (a.tables, a.table_size, a.load_threads, a.force);
+            schema::prepare(&c, &a.schema, t, n, lt, f, &mut |e| shown.event(e))?;
             Ok(EXIT_OK)
         }
         SweepCommand::Cleanup(a) => {

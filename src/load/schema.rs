@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 use mysql::Conn;
@@ -220,6 +221,38 @@ pub fn verify_for_run(conn: &mut Conn, schema: &str) -> Result<SchemaState> {
     Ok(st)
 }
 
+/// How far `prepare`'s load is, for a progress observer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loading {
+    /// Rows loaded so far, of `total` (tables x table size).
+    pub rows: u64,
+    pub total: u64,
+    /// Per table (`sbtest1` first): rows loaded so far.
+    pub per_table: Vec<u64>,
+    /// Tables whose rows and index are done.
+    pub tables_done: u32,
+    pub table_size: u64,
+    pub elapsed: Duration,
+}
+
+/// What `prepare` reports, from the calling thread only.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PrepareEvent {
+    /// The load starts: `tables` x `table_size` rows over `threads` connections.
+    Start {
+        tables: u32,
+        table_size: u64,
+        threads: u32,
+    },
+    /// About every 250 ms while loading, and once when the last table is done.
+    Progress(Loading),
+    /// Finished (the manifest says complete).
+    Done { elapsed: Duration },
+}
+
+/// How often the load's progress is reported.
+const REPORT_EVERY: Duration = Duration::from_millis(250);
+
 /// Create the schema and load `tables` x `table_size` rows with `load_threads` connections.
 pub fn prepare(
     connect: &Connector,
@@ -228,6 +261,7 @@ pub fn prepare(
     table_size: u64,
     load_threads: u32,
     force: bool,
+    observe: &mut dyn FnMut(PrepareEvent),
 ) -> Result<()> {
     check_schema_name(schema)?;
     let mut conn = connect()?;
@@ -287,15 +321,37 @@ pub fn prepare(
         )?;
     }
     let next = Arc::new(AtomicU64::new(1));
-    let rows_done = Arc::new(AtomicU64::new(0));
+    let per_table: Arc<Vec<AtomicU64>> = Arc::new((0..tables).map(|_| AtomicU64::new(0)).collect());
+    let tables_done = Arc::new(AtomicU64::new(0));
     let total = tables as u64 * table_size;
-    let t0 = std::time::Instant::now();
+    let threads = load_threads.clamp(1, tables.max(1));
+    observe(PrepareEvent::Start {
+        tables,
+        table_size,
+        threads,
+    });
+    let t0 = Instant::now();
+    let snapshot = || {
+        let rows: Vec<u64> = per_table
+            .iter()
+            .map(|r| r.load(Ordering::Relaxed))
+            .collect();
+        Loading {
+            rows: rows.iter().sum(),
+            total,
+            per_table: rows,
+            tables_done: tables_done.load(Ordering::Relaxed) as u32,
+            table_size,
+            elapsed: t0.elapsed(),
+        }
+    };
     let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..load_threads.clamp(1, tables.max(1)))
+        let handles: Vec<_> = (0..threads)
             .map(|w| {
-                let (next, rows_done, connect) = (
+                let (next, per_table, tables_done, connect) = (
                     Arc::clone(&next),
-                    Arc::clone(&rows_done),
+                    Arc::clone(&per_table),
+                    Arc::clone(&tables_done),
                     Arc::clone(connect),
                 );
                 s.spawn(move || -> Result<()> {
@@ -306,13 +362,22 @@ pub fn prepare(
                         if t > tables as u64 {
                             return Ok(());
                         }
-                        load_table(
-                            &mut conn, schema, t, table_size, &mut rng, &rows_done, total,
-                        )?;
+                        let rows = &per_table[(t - 1) as usize];
+                        load_table(&mut conn, schema, t, table_size, &mut rng, rows)?;
+                        tables_done.fetch_add(1, Ordering::Relaxed);
                     }
                 })
             })
             .collect();
+        // This thread reports while the loaders work: the observer never runs on theirs.
+        let mut last = Instant::now();
+        while !handles.iter().all(|h| h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(20));
+            if last.elapsed() >= REPORT_EVERY {
+                last = Instant::now();
+                observe(PrepareEvent::Progress(snapshot()));
+            }
+        }
         handles
             .into_iter()
             .map(|h| {
@@ -324,6 +389,7 @@ pub fn prepare(
     for r in results {
         r?;
     }
+    observe(PrepareEvent::Progress(snapshot()));
     if crate::interrupt::stopped() {
         return Err(Error::runtime(format!(
             "prepare interrupted; `{schema}` is marked unfinished and `sweep run` refuses it until prepare runs again"
@@ -333,10 +399,9 @@ pub fn prepare(
         conn.query_drop(format!("UPDATE `{schema}`.`{MANIFEST}` SET complete = 1")),
         "writing the manifest",
     )?;
-    eprintln!(
-        "spinscope: prepared `{schema}`: {tables} tables x {table_size} rows in {:.1} s",
-        t0.elapsed().as_secs_f64()
-    );
+    observe(PrepareEvent::Done {
+        elapsed: t0.elapsed(),
+    });
     Ok(())
 }
 
@@ -347,7 +412,6 @@ fn load_table(
     size: u64,
     rng: &mut SmallRng,
     rows_done: &AtomicU64,
-    total: u64,
 ) -> Result<()> {
     q(
         conn.query_drop(format!(
@@ -371,13 +435,7 @@ fn load_table(
             ));
         }
         q(conn.query_drop(sql), "loading rows")?;
-        let before = rows_done.fetch_add(end - id + 1, Ordering::Relaxed);
-        let done = before + end - id + 1;
-        // Exactly one batch, of all the loader threads, crosses each tenth: one line per tenth.
-        if before * 10 / total.max(1) < done * 10 / total.max(1) {
-            let pct = done * 100 / total.max(1);
-            eprintln!("spinscope: prepare: {pct}% ({done} of {total} rows)");
-        }
+        rows_done.fetch_add(end - id + 1, Ordering::Relaxed);
         id = end + 1;
     }
     // The secondary index after the load, as sysbench does: faster than maintaining it.
