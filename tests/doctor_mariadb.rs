@@ -8,7 +8,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::mariadb::{which, MariaDb};
+use common::mariadb::MariaDb;
 use spinscope::doctor::{DoctorDoc, Severity};
 
 const SECRET: &str = "Zq9secretXy";
@@ -139,24 +139,12 @@ fn doctor_against_a_live_mariadb() {
 
     // A bounded write load on the socket while the sampler and the instruments watch.
     let before = instrument_state(&db);
-    let slap = which("mariadb-slap").expect("mariadb-slap");
-    let mut load = Command::new(slap)
-        .args([
-            "--no-defaults",
-            &format!("--socket={}", db.socket.display()),
-            "--user=root",
-        ])
-        .args([
-            "--concurrency=16",
-            "--iterations=1",
-            "--number-of-queries=60000",
-            "--auto-generate-sql",
-            "--auto-generate-sql-load-type=write",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut load = db.slap(&[
+        "--concurrency=16",
+        "--number-of-queries=60000",
+        "--auto-generate-sql",
+        "--auto-generate-sql-load-type=write",
+    ]);
     std::thread::sleep(Duration::from_millis(700));
     let snap = db.dir().join("snap.json");
     let d = json(&run(

@@ -181,6 +181,20 @@ impl MariaDb {
         c
     }
 
+    /// A `mariadb-slap` load on this server's socket, as root, started now (output dropped):
+    /// `args` say the concurrency, queries and schema.
+    pub fn slap(&self, args: &[&str]) -> Child {
+        Command::new(which("mariadb-slap").expect("mariadb-slap (apt-get install mariadb-client)"))
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["--user=root", "--iterations=1"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting mariadb-slap")
+    }
+
     fn try_sql(&self, sql: &str) -> Result<String, String> {
         let out: Output = self
             .client()
