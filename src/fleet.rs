@@ -194,14 +194,12 @@ pub fn render(d: &FleetDoc, markdown: bool) -> String {
                 (Some(s), e) => vec![
                     r.name.clone(),
                     version,
-                    opt(s.max_spin_us, |v| crate::report::fmt_ns(v * 1e3)),
+                    opt(s.max_spin_us, |v| crate::units::fmt_ns(v * 1e3)),
                     opt(s.design_ratio, crate::spin::doc::fmt_ratio),
                     match (s.threads_running_p99, s.threads_running_max) {
-                        (Some(p), Some(m)) => format!(
-                            "{}/{}",
-                            crate::report::fmt_num(p),
-                            crate::report::fmt_num(m)
-                        ),
+                        (Some(p), Some(m)) => {
+                            format!("{}/{}", crate::units::fmt_num(p), crate::units::fmt_num(m))
+                        }
                         _ => "-".into(),
                     },
                     match (&s.worst_severity, &s.worst_finding, e) {

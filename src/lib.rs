@@ -15,6 +15,7 @@ pub mod interrupt;
 pub mod journal;
 pub mod lab;
 pub mod load;
+pub mod model;
 pub mod profile;
 pub mod progress;
 pub mod report;
@@ -23,6 +24,7 @@ pub mod server;
 pub mod spin;
 pub mod sweep;
 pub mod tune;
+pub mod units;
 pub mod watch;
 
 pub use error::{Error, Result};

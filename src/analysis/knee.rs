@@ -150,7 +150,7 @@ pub fn find_knee(points: &[StepPoint], sla: Option<&Sla>) -> Knee {
         (_, Some(sla), None) => format!(
             "no step met the SLA p{}<{}: reduce the load or raise the SLA; concurrency limiting alone cannot meet it",
             sla.percentile,
-            crate::report::fmt_ns(sla.limit_us * 1e3)
+            crate::units::fmt_ns(sla.limit_us * 1e3)
         ),
         (Some(n), _, _) if sat.is_some() || Some(n) != last => format!(
             "throttle concurrency near {n}: thread_pool_size (MariaDB) or innodb_thread_concurrency (MySQL) or the application's pool size; more active clients than that add latency without throughput"

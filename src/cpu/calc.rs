@@ -141,7 +141,7 @@ pub fn mariadb_rule(trials: &[(u64, u64)]) -> MariadbRule {
         hints_per_round_per_unit_delay: multiplier as f64 / 4.0,
         explanation: format!(
             "{verdict} (median {} ticks per PAUSE vs the 30-tick threshold; {unanimous})",
-            median.map_or("-".into(), crate::report::fmt_num)
+            median.map_or("-".into(), crate::units::fmt_num)
         ),
     }
 }

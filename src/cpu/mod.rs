@@ -449,7 +449,7 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
             notes.push(format!(
                 "CPUs differ by {}% in ns per hint (hybrid cores, or a busy CPU): use --cpus \
                  with the server's CPUs",
-                crate::report::fmt_num(sp)
+                crate::units::fmt_num(sp)
             ));
         }
     }

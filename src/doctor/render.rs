@@ -3,7 +3,7 @@
 use super::{DoctorDoc, Severity};
 
 fn num(v: f64) -> String {
-    crate::report::fmt_num(v)
+    crate::units::fmt_num(v)
 }
 
 /// Plain-text (`markdown == false`) or Markdown report.

@@ -12,27 +12,13 @@ use std::collections::BTreeMap;
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, Value};
-use serde::{Deserialize, Serialize};
 
 use super::spec::{restart_refusal, sql_value, Setting, Variant};
 use super::{describe_error, is_connection_error, Connector};
 use crate::error::{Error, Result};
 use crate::journal::{self, HolderState, Record, ServerId};
 
-/// One variable the sweep changed, and what became of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Changed {
-    pub variable: String,
-    /// The value before the sweep, as an SQL literal.
-    pub original: String,
-    /// Whether it was set back and read back equal.
-    pub restored: bool,
-    /// What happened on restore, for the report.
-    pub note: String,
-    /// The server moved it when another variable was set (not named by a variant).
-    #[serde(default)]
-    pub side_effect: bool,
-}
+pub use crate::model::Changed;
 
 pub struct SettingsGuard {
     connect: Connector,

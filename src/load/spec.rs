@@ -2,8 +2,6 @@
 //! and the settings that cannot be changed without a restart. Every error is one line that
 //! shows the correct form.
 
-use serde::{Deserialize, Serialize};
-
 pub const LADDER_FORM: &str =
     "use a list like 1,2,4,8 or a range like 1..64:x2 (doubling) or 4..32:+4 (adding), values 1..=10000";
 pub const VARIANT_FORM: &str =
@@ -72,18 +70,8 @@ pub fn parse_ladder(s: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
-/// One A/B variant: a name and the global settings it applies (empty: the current settings).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Variant {
-    pub name: String,
-    pub settings: Vec<Setting>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Setting {
-    pub variable: String,
-    pub value: String,
-}
+// The plain data types live in the pure `model` (the sweep document carries them too).
+pub use crate::model::{Setting, Variant};
 
 fn is_ident(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

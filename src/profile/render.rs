@@ -50,9 +50,9 @@ pub fn text(d: &ProfileDoc) -> String {
             pct(c.self_share),
             c.self_samples.to_string(),
             pct(c.inclusive_share),
-            format!("{}x", crate::report::fmt_num(c.amdahl_at_most_if_halved)),
+            format!("{}x", crate::units::fmt_num(c.amdahl_at_most_if_halved)),
             c.amdahl_at_most_if_removed.map_or("unbounded".into(), |x| {
-                format!("{}x", crate::report::fmt_num(x))
+                format!("{}x", crate::units::fmt_num(x))
             }),
         ]);
     }

@@ -9,8 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::abtest::{self, Verdict};
 use crate::analysis::knee::{self, Knee, Little, Sla, StepPoint};
 use crate::analysis::usl::{self, UslFit};
-use crate::load::guard::Changed;
-use crate::load::spec::{Setting, Variant};
+use crate::model::{Changed, Setting, Variant};
 use crate::report::{fmt_count, fmt_num};
 
 pub const SCHEMA: &str = "spinscope.sweep/1";

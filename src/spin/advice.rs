@@ -670,7 +670,7 @@ fn build(ctx: &Ctx, settings: Settings, reachable: bool, tolerance_pct: f64) -> 
 }
 
 fn fmt_us(ns: f64) -> String {
-    crate::report::fmt_ns(ns)
+    crate::units::fmt_ns(ns)
 }
 
 /// The longest spin before the OS wait under the model's first reading.

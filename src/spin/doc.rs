@@ -68,8 +68,8 @@ pub fn vs_design(
             "design ratio {}: these settings spin up to {} here, against the {} the defaults of {} \
              spin on {} (the budget they were designed for)",
             fmt_ratio(r),
-            crate::report::fmt_ns(here),
-            crate::report::fmt_ns(design),
+            crate::units::fmt_ns(here),
+            crate::units::fmt_ns(design),
             info.server,
             design_cpu.label
         ),

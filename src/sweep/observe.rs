@@ -84,7 +84,7 @@ pub fn step_lines(at: Point, sd: &StepDoc) -> Vec<String> {
         "{name}: {:.0} tps, {:.0} qps, p99 {} ms{}",
         sd.tps,
         sd.qps,
-        crate::report::fmt_num(sd.latency_us.p99 / 1000.0),
+        crate::units::fmt_num(sd.latency_us.p99 / 1000.0),
         match &sd.first_error {
             Some(e) => format!(", errors {errors} (first: {e})"),
             None => String::new(),

@@ -240,7 +240,7 @@ pub fn render(d: &TuneDoc) -> String {
         "status",
     ]);
     for (i, r) in d.candidates.iter().enumerate() {
-        let fmt = crate::report::fmt_num;
+        let fmt = crate::units::fmt_num;
         t.add_row(vec![
             (i + 1).to_string(),
             r.name.clone(),
@@ -266,7 +266,7 @@ pub fn render(d: &TuneDoc) -> String {
             .points
             .iter()
             .map(|(v, t)| match t {
-                Some(t) => format!("{v}: {}", crate::report::fmt_num(t.mean)),
+                Some(t) => format!("{v}: {}", crate::units::fmt_num(t.mean)),
                 None => format!("{v}: -"),
             })
             .collect();

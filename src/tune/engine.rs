@@ -152,7 +152,7 @@ fn model_advice(
         Some(cpu.label.clone()),
         format!(
             "longest spin {} like the defaults on {}",
-            crate::report::fmt_ns(design.design_max_spin_ns),
+            crate::units::fmt_ns(design.design_max_spin_ns),
             design.design_cpu
         ),
     ))

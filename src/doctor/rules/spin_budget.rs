@@ -8,10 +8,10 @@
 //! and as the exact alternative, the advisor's settings for the design budget.
 
 use crate::doctor::{ev, Facts, Finding, Severity};
-use crate::report::fmt_ns;
 use crate::spin::advice::{current_vs_default, recommend, recommendation_for, Recommendation};
 use crate::spin::doc::{fmt_ratio, vs_design};
 use crate::spin::model::{default_settings, family_for, settings_from_vars, FamilyInfo};
+use crate::units::fmt_ns;
 
 /// Design ratio at which the spin budget is a warning, and where nothing is advised below.
 pub const WARN_RATIO: f64 = 3.0;
