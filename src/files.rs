@@ -80,6 +80,57 @@ pub fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
     Ok(())
 }
 
+/// Files a command writes into one directory after its work (chart sets): the directory and
+/// every declared name are checked before the work starts, so a bad `--charts` never costs a
+/// finished run, and at the end only declared names are written, each atomically.
+pub struct OutputDir {
+    dir: PathBuf,
+    flag: &'static str,
+    names: Vec<String>,
+    private: bool,
+}
+
+impl OutputDir {
+    /// Create `dir` if needed and check it takes each of `names` (none may be a directory).
+    /// `private` files (server data) are 0600, others 0644.
+    pub fn open(dir: &Path, names: Vec<String>, flag: &'static str, private: bool) -> Result<Self> {
+        check_output_dir(dir, flag)?;
+        for n in &names {
+            check_output(&dir.join(n), flag)?;
+        }
+        Ok(OutputDir {
+            dir: dir.to_path_buf(),
+            flag,
+            names,
+            private,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Write each (name, contents); a name not declared to `open` is a program error.
+    pub fn write<S: AsRef<[u8]>>(&self, files: &[(String, S)]) -> Result<()> {
+        for (name, bytes) in files {
+            if !self.names.contains(name) {
+                return Err(Error::runtime(format!(
+                    "{} {}: {name} was not checked before the run (a spinscope bug)",
+                    self.flag,
+                    self.dir.display()
+                )));
+            }
+            write_atomic(
+                &self.dir.join(name),
+                bytes.as_ref(),
+                self.flag,
+                self.private,
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// A new temp file next to `target`, created with O_EXCL | O_NOFOLLOW: never an existing
 /// file, never through a symlink.
 fn new_temp(dir: &Path, target: &Path, mode: u32) -> std::io::Result<(File, PathBuf)> {

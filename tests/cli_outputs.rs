@@ -102,6 +102,53 @@ fn a_bad_output_path_is_refused_before_the_work() {
     }
 }
 
+/// Every chart file is checked before the run, not only the directory: one name taken by a
+/// directory refuses a 20 s lab run (and a sweep) at once, and nothing is written.
+#[test]
+fn a_chart_name_taken_by_a_directory_is_refused_before_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let charts = dir.path().join("charts");
+    // Names the runs below would write: lab's second pause scale, sweep's p99 chart.
+    std::fs::create_dir_all(charts.join("lab_p99_k14.svg")).unwrap();
+    std::fs::create_dir_all(charts.join("p99.svg")).unwrap();
+    let c = charts.to_str().unwrap();
+    let lab = [
+        "lab",
+        "--latch",
+        "futex",
+        "--threads",
+        "2",
+        "--duration",
+        "20s",
+        "--compare-pause-scale",
+        "1,14",
+        "--charts",
+        c,
+    ];
+    let sweep = ["sweep", "run", "-h", "127.0.0.1", "-P", "1", "--charts", c];
+    for (args, name) in [(&lab[..], "lab_p99_k14.svg"), (&sweep[..], "p99.svg")] {
+        let t = Instant::now();
+        let out = bin().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--charts") && err.contains(name) && err.contains("is a directory"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            t.elapsed()
+        );
+    }
+    let written: Vec<_> = std::fs::read_dir(&charts)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(written.len(), 2, "{written:?}");
+}
+
 #[test]
 fn a_closed_stdout_ends_quietly() {
     let perf = "tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf";

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
+use crate::files::OutputDir;
 use crate::lab::plan::latch_list;
 use crate::lab::{self, render, LabPlan, LatchKind, SpinParams};
 use crate::report;
@@ -177,24 +178,22 @@ pub fn plan(a: &LabArgs, cpus: usize) -> Result<LabPlan> {
 pub fn run(a: LabArgs) -> Result<i32> {
     let cpus = lab::harness::allowed_cpus().len();
     let p = plan(&a, cpus)?;
-    // Created and test-written before the run: a bad directory never costs a finished run.
-    if let Some(dir) = &a.charts {
-        crate::files::check_output_dir(dir, "--charts")?;
-    }
+    // Every chart file checked before the run: a bad directory never costs a finished run.
+    let charts = match &a.charts {
+        Some(dir) => Some(OutputDir::open(
+            dir,
+            render::chart_files(&p),
+            "--charts",
+            false,
+        )?),
+        None => None,
+    };
     // The shared handler (SIGINT, SIGTERM, SIGHUP, SIGQUIT): the engine polls its flag.
     crate::interrupt::install()?;
     let doc = lab::run(&p, &mut crate::progress::lab())?;
-    if let Some(dir) = &a.charts {
-        for (file, svg) in render::charts(&doc) {
-            let path = dir.join(file);
-            std::fs::write(&path, svg).map_err(|e| {
-                Error::runtime(format!(
-                    "writing {}: {e}; check the --charts directory",
-                    path.display()
-                ))
-            })?;
-        }
-        eprintln!("spinscope lab: charts written to {}", dir.display());
+    if let Some(out) = &charts {
+        out.write(&render::charts(&doc))?;
+        eprintln!("spinscope lab: charts written to {}", out.dir().display());
     }
     if a.json {
         report::print_json(&doc)?;

@@ -5,6 +5,7 @@
 use crate::analysis::knee::parse_sla;
 use crate::cli::units;
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
+use crate::files::OutputDir;
 use crate::load::schema;
 use crate::load::spec::{parse_ladder, parse_variants};
 use crate::load::workload::{parse_sql_file, Kind};
@@ -251,12 +252,18 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.html {
         crate::files::check_output(p, "--html")?;
     }
-    if let Some(d) = &a.charts {
-        crate::files::check_output_dir(d, "--charts")?;
-    }
+    let charts = match &a.charts {
+        Some(d) => Some(OutputDir::open(
+            d,
+            vec![THROUGHPUT.into(), P99.into()],
+            "--charts",
+            true,
+        )?),
+        None => None,
+    };
     let conns = Connectors::for_target(&server_conn::resolve(&a.conn)?, &plan.schema);
     let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
-    write_outputs(&done.doc, &a)?;
+    write_outputs(&done.doc, &a, charts.as_ref())?;
     if let Some(e) = done.error {
         return Err(e);
     }
@@ -267,24 +274,15 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     })
 }
 
-fn write_outputs(doc: &SweepDoc, a: &RunArgs) -> Result<()> {
-    if let Some(dir) = &a.charts {
-        let charts = [
-            ("throughput.svg", sweep_html::throughput_chart(doc)),
-            ("p99.svg", sweep_html::p99_chart(doc)),
-        ];
-        std::fs::create_dir_all(dir)
-            .and_then(|_| {
-                charts.iter().try_for_each(|(name, svg)| {
-                    crate::files::write_atomic_mode(&dir.join(name), svg.as_bytes(), 0o600)
-                })
-            })
-            .map_err(|e| {
-                Error::bad_input(format!(
-                    "--charts {}: cannot write ({e}); choose a writable directory",
-                    dir.display()
-                ))
-            })?;
+const THROUGHPUT: &str = "throughput.svg";
+const P99: &str = "p99.svg";
+
+fn write_outputs(doc: &SweepDoc, a: &RunArgs, charts: Option<&OutputDir>) -> Result<()> {
+    if let Some(out) = charts {
+        out.write(&[
+            (THROUGHPUT.to_string(), sweep_html::throughput_chart(doc)),
+            (P99.to_string(), sweep_html::p99_chart(doc)),
+        ])?;
     }
     if let Some(p) = &a.html {
         crate::files::write_atomic(p, sweep_html::html(doc).as_bytes(), "--html", true)?;

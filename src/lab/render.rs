@@ -4,9 +4,11 @@ use std::fmt::Write as _;
 
 use super::doc::{LabDoc, Point, STABLE_PCT};
 use super::latch::LatchKind;
+use super::plan::LabPlan;
 use crate::analysis::lab_stats::{compare_story, OVERRUN_LIMIT_PCT};
 use crate::analysis::stats::Summary;
-use crate::report::{self, chart, fmt_ns, fmt_num};
+use crate::report::{self, chart};
+use crate::units::{fmt_ns, fmt_num};
 
 fn med_spread(s: &Option<Summary>, f: fn(f64) -> String) -> String {
     match s {
@@ -210,6 +212,19 @@ pub fn chart_series(doc: &LabDoc, k: u32, metric: Metric, run: RunMetric) -> Vec
     out
 }
 
+fn chart_file(chart: &str, k: u32) -> String {
+    format!("lab_{chart}_k{k}.svg")
+}
+
+/// The chart files a run of `plan` draws, known before the run so `--charts` is checked
+/// first (an interrupted run draws those of the scales it reached, a subset).
+pub fn chart_files(plan: &LabPlan) -> Vec<String> {
+    unique(plan.scales.iter().copied())
+        .into_iter()
+        .flat_map(|k| CHARTS.iter().map(move |c| chart_file(c.0, k)))
+        .collect()
+}
+
 /// Every chart as (file name, SVG): throughput, p99 and CPU per op against threads, one file
 /// per pause scale.
 pub fn charts(doc: &LabDoc) -> Vec<(String, String)> {
@@ -224,7 +239,7 @@ pub fn charts(doc: &LabDoc) -> Vec<(String, String)> {
                 series: chart_series(doc, k, f, r),
                 marks: Vec::new(),
             });
-            out.push((format!("lab_{file}_k{k}.svg"), svg));
+            out.push((chart_file(file, k), svg));
         }
     }
     out
@@ -277,7 +292,13 @@ mod tests {
         for k in [1, 14] {
             for l in [LatchKind::Mysql80, LatchKind::TimeBudget] {
                 for t in [1, 4] {
-                    pts.push(Point::new(l, t, k, Some(Hint::Pause), None));
+                    let mut p = Point::new(l, t, k, Some(Hint::Pause), None);
+                    // Values for every chart, so each draws its lines (not "no data").
+                    let v = crate::analysis::stats::summarize(&[1e6 / t as f64 / k as f64]);
+                    p.ops_per_s = v;
+                    p.acquire_p99_ns = v;
+                    p.cpu_ns_per_op = v;
+                    pts.push(p);
                 }
             }
         }
@@ -288,8 +309,34 @@ mod tests {
             assert_eq!(names, ["mysql80", "time-budget"], "K={k}");
             assert!(s.iter().all(|s| s.points.len() == 2));
         }
-        let files: Vec<String> = charts(&doc).into_iter().map(|(f, _)| f).collect();
+        let all = charts(&doc);
+        let files: Vec<String> = all.iter().map(|(f, _)| f.clone()).collect();
         assert_eq!(files.len(), 6, "{files:?}");
+        // The names checked before a run are the names the run writes.
+        assert_eq!(chart_files(&doc.plan), files);
+        // The drawn SVG, not only the series handed to it: the legend column (left-anchored
+        // text) names each latch once, and each latch's colour draws its line.
+        for (file, svg) in &all {
+            let legend: Vec<&str> = svg
+                .split("<text")
+                .skip(1)
+                .filter(|t| t.contains("text-anchor=\"start\""))
+                .filter_map(|t| t.split_once('>').map(|(_, rest)| rest))
+                .filter_map(|rest| rest.split_once("</text>").map(|(txt, _)| txt.trim()))
+                .collect();
+            assert_eq!(legend, ["mysql80", "time-budget"], "{file}");
+            for colour in ["#0072B2", "#D55E00"] {
+                let lines = svg
+                    .split("<polyline")
+                    .skip(1)
+                    .filter(|p| p.contains(&format!("stroke=\"{colour}\"")))
+                    .count();
+                assert!(
+                    lines >= 2,
+                    "{file}: {colour} draws {lines} lines (legend + data)"
+                );
+            }
+        }
     }
 
     #[test]
