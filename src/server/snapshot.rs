@@ -225,6 +225,31 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// A snapshot of a server of `version` with no evidence yet (window 1 s): the start of a
+    /// hand-built snapshot (rule tests fill in what they need with `..`).
+    pub fn of_version(version: &str) -> Snapshot {
+        Snapshot {
+            schema: SNAPSHOT_SCHEMA.into(),
+            captured_at_unix_s: 0,
+            target: "t".into(),
+            local: false,
+            version: version.into(),
+            version_comment: None,
+            variables: BTreeMap::new(),
+            status_before: BTreeMap::new(),
+            status_after: BTreeMap::new(),
+            window_s: 1.0,
+            innodb_status: None,
+            pfs: None,
+            burst: None,
+            host: None,
+            refused: vec![],
+            notes: vec![],
+            lost_connection: false,
+            rt: None,
+        }
+    }
+
     pub fn save(&self, path: &Path) -> Result<()> {
         crate::report::save_json(self, path)
     }

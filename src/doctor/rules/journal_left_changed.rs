@@ -44,7 +44,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::snapshot::{Snapshot, SNAPSHOT_SCHEMA};
+    use crate::server::snapshot::Snapshot;
 
     #[test]
     fn a_journal_warning_becomes_a_finding_with_the_statement() {
@@ -52,24 +52,9 @@ mod tests {
             "{NOTE_PREFIX}innodb_spin_wait_delay on /s.sock was changed from 7 to 6000 by `spinscope sweep run` (pid 9, u@h) 5 s ago and it was never set back; run `spinscope restore --socket /s.sock -u root` (or by hand: SET GLOBAL innodb_spin_wait_delay = 7)"
         );
         let f = Facts::from_snapshot(Snapshot {
-            schema: SNAPSHOT_SCHEMA.into(),
-            captured_at_unix_s: 0,
-            target: "t".into(),
-            local: false,
-            version: "10.11.6-MariaDB".into(),
-            version_comment: None,
-            variables: Default::default(),
-            status_before: Default::default(),
-            status_after: Default::default(),
             window_s: 0.0,
-            innodb_status: None,
-            pfs: None,
-            burst: None,
-            host: None,
-            refused: vec![],
             notes: vec![note, "change journal: note: another spinscope".into()],
-            lost_connection: false,
-            rt: None,
+            ..Snapshot::of_version("10.11.6-MariaDB")
         });
         let v = check(&f);
         assert_eq!(v.len(), 1);

@@ -71,7 +71,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::snapshot::{Snapshot, SNAPSHOT_SCHEMA};
+    use crate::server::snapshot::Snapshot;
 
     #[test]
     fn named_latch_of_old_servers_is_shown() {
@@ -81,24 +81,8 @@ mod tests {
             --Thread 139960404199760 has waited at lock/lock0lock.c line 3224 for 75.0000 seconds the semaphore:\n\
             Mutex at 0xf89ab0 '&kernel_mutex', lock var 1\nwaiters flag 1\n";
         let f = Facts::from_snapshot(Snapshot {
-            schema: SNAPSHOT_SCHEMA.into(),
-            captured_at_unix_s: 0,
-            target: "t".into(),
-            local: false,
-            version: "5.1.49-log".into(),
-            version_comment: None,
-            variables: Default::default(),
-            status_before: Default::default(),
-            status_after: Default::default(),
-            window_s: 1.0,
             innodb_status: Some(text.into()),
-            pfs: None,
-            burst: None,
-            host: None,
-            refused: vec![],
-            notes: vec![],
-            lost_connection: false,
-            rt: None,
+            ..Snapshot::of_version("5.1.49-log")
         });
         let v = check(&f);
         assert_eq!(v.len(), 1);

@@ -183,7 +183,7 @@ pub fn check(f: &Facts) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::snapshot::{Snapshot, SNAPSHOT_SCHEMA};
+    use crate::server::snapshot::Snapshot;
 
     const ZEROS_57: &str = "----------\nSEMAPHORES\n----------\n\
         OS WAIT ARRAY INFO: reservation count 0\nOS WAIT ARRAY INFO: signal count 0\n\
@@ -196,24 +196,10 @@ mod tests {
             .map(|u| [("Uptime".to_string(), u.to_string())].into())
             .unwrap_or_default();
         Facts::from_snapshot(Snapshot {
-            schema: SNAPSHOT_SCHEMA.into(),
-            captured_at_unix_s: 0,
-            target: "t".into(),
-            local: false,
-            version: version.into(),
-            version_comment: None,
-            variables: Default::default(),
             status_before: status.clone(),
             status_after: status,
-            window_s: 1.0,
             innodb_status: Some(text.into()),
-            pfs: None,
-            burst: None,
-            host: None,
-            refused: vec![],
-            notes: vec![],
-            lost_connection: false,
-            rt: None,
+            ..Snapshot::of_version(version)
         })
     }
 

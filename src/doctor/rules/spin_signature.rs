@@ -246,7 +246,7 @@ fn host_wide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::snapshot::{CpuTicks, HostFacts, ProcCpu, Snapshot, SNAPSHOT_SCHEMA};
+    use crate::server::snapshot::{CpuTicks, HostFacts, ProcCpu, Snapshot};
 
     /// A 10 s window on 2 cores (2000 host ticks at 100 Hz), 10k questions/s.
     fn facts(host: (u64, u64, u64), server: Option<(u64, u64)>, cs: u64) -> Facts {
@@ -256,19 +256,10 @@ mod tests {
                 .collect()
         };
         Facts::from_snapshot(Snapshot {
-            schema: SNAPSHOT_SCHEMA.into(),
-            captured_at_unix_s: 0,
-            target: "t".into(),
             local: true,
-            version: "10.11.19-MariaDB".into(),
-            version_comment: None,
-            variables: Default::default(),
             status_before: q(0),
             status_after: q(100_000),
             window_s: 10.0,
-            innodb_status: None,
-            pfs: None,
-            burst: None,
             host: Some(HostFacts {
                 arch: "x86_64".into(),
                 online_cpus: Some(2),
@@ -286,10 +277,7 @@ mod tests {
                 clock_ticks_per_s: Some(100),
                 ..Default::default()
             }),
-            refused: vec![],
-            notes: vec![],
-            lost_connection: false,
-            rt: None,
+            ..Snapshot::of_version("10.11.19-MariaDB")
         })
     }
 
