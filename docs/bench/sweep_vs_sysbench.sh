@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # spinscope sweep vs sysbench 1.0 (Debian package), point-select on the same sbtest tables of a
 # throwaway local MariaDB, interleaved and repeated. Prints one line per run:
-#   tool threads rep qps cpu_s cpu_us_per_query
-# Usage: [THREADS="8 64"] docs/bench/sweep_vs_sysbench.sh [SECONDS] [REPEATS]   (needs target/release/spinscope)
+#   tool threads rep qps cpu_s cpu_us_per_query load1
+# (load1: the machine's 1-minute load average when the run ended.)
+# Usage: [THREADS="8 64"] [CLIENTS="name=BINARY[,FLAG...] ..."] docs/bench/sweep_vs_sysbench.sh [SECONDS] [REPEATS]
+# CLIENTS: the spinscope runs of each pair, after sysbench's, e.g.
+#   CLIENTS="before=/tmp/old,--client,threads tasks=target/release/spinscope,--client,tasks"
+# (default: "spinscope=target/release/spinscope", its default client).
 set -euo pipefail
 SECS=${1:-8}; REPS=${2:-3}
 BIN=$(cd "$(dirname "$0")/../.." && pwd)/target/release/spinscope
@@ -14,16 +18,21 @@ trap 'kill $(cat "$D/pid") 2>/dev/null || true; sleep 3; rm -rf "$D"' EXIT
 for _ in $(seq 50); do mariadb --no-defaults -S "$D/s.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
 "$BIN" sweep prepare -S "$D/s.sock" --tables 4 --table-size 100000 --load-threads 2 2>/dev/null
 cpu() { awk '{print $1+$2}' "$1"; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
+CLIENTS=${CLIENTS:-spinscope=$BIN}
 for t in ${THREADS:-8 64}; do
   for r in $(seq "$REPS"); do
     /usr/bin/time -f '%U %S' -o "$D/t" sysbench oltp_point_select --db-driver=mysql --mysql-socket="$D/s.sock" \
       --mysql-user=root --mysql-db=spinscope --tables=4 --table-size=100000 --threads=$t --time=$SECS \
       --rand-type=uniform run > "$D/sb.out"
     q=$(awk '/queries:/ {print $2; exit}' "$D/sb.out"); c=$(cpu "$D/t")
-    awk -v t=$t -v r=$r -v q=$q -v c=$c -v s=$SECS 'BEGIN{printf "sysbench %d %d %.0f %.2f %.2f\n", t, r, q/s, c, c/q*1e6}'
-    /usr/bin/time -f '%U %S' -o "$D/t" "$BIN" sweep run -S "$D/s.sock" --workload point-select --threads $t \
-      --warmup 0 --duration $SECS --report-interval 0 --json > "$D/ss.json" 2>/dev/null
-    q=$(python3 -c "import json;d=json.load(open('$D/ss.json'));print(d['steps'][0]['queries'])"); c=$(cpu "$D/t")
-    awk -v t=$t -v r=$r -v q=$q -v c=$c -v s=$SECS 'BEGIN{printf "spinscope %d %d %.0f %.2f %.2f\n", t, r, q/s, c, c/q*1e6}'
+    awk -v t=$t -v r=$r -v q=$q -v c=$c -v s=$SECS -v l=$(load1) 'BEGIN{printf "sysbench %d %d %.0f %.2f %.2f %s\n", t, r, q/s, c, c/q*1e6, l}'
+    for spec in $CLIENTS; do
+      name=${spec%%=*}; IFS=, read -r -a cmd <<< "${spec#*=}"
+      /usr/bin/time -f '%U %S' -o "$D/t" "${cmd[0]}" sweep run -S "$D/s.sock" --workload point-select --threads $t \
+        --warmup 0 --duration $SECS --report-interval 0 --json "${cmd[@]:1}" > "$D/ss.json" 2>/dev/null
+      q=$(python3 -c "import json;d=json.load(open('$D/ss.json'));print(d['steps'][0]['queries'])"); c=$(cpu "$D/t")
+      awk -v n=$name -v t=$t -v r=$r -v q=$q -v c=$c -v s=$SECS -v l=$(load1) 'BEGIN{printf "%s %d %d %.0f %.2f %.2f %s\n", n, t, r, q/s, c, c/q*1e6, l}'
+    done
   done
 done
