@@ -51,3 +51,22 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A short, password-free description of a client error, and its MySQL error code if any.
+pub fn describe_error(e: &mysql::Error) -> (Option<u16>, String) {
+    match e {
+        mysql::Error::MySqlError(m) => (Some(m.code), format!("ERROR {}: {}", m.code, m.message)),
+        other => (None, other.to_string()),
+    }
+}
+
+/// Whether an error means the connection is gone (reconnect) rather than the statement failed.
+pub fn is_connection_error(e: &mysql::Error) -> bool {
+    match e {
+        // 1053 server shutdown, 1927 connection killed, 4031 idle disconnect.
+        mysql::Error::MySqlError(m) => matches!(m.code, 1053 | 1927 | 4031),
+        mysql::Error::IoError(_) | mysql::Error::CodecError(_) => true,
+        mysql::Error::DriverError(_) => true,
+        _ => false,
+    }
+}

@@ -587,7 +587,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
     }
     let current = match read_scalar(conn, &r.check_sql) {
         Ok(v) => v,
-        Err(e) => return Restored::Failed(crate::load::describe_error(&e).1),
+        Err(e) => return Restored::Failed(crate::error::describe_error(&e).1),
     };
     if same_value(&current, &r.original) {
         close_everywhere(conn, r);
@@ -598,7 +598,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
     }
     for sql in &r.restore_sql {
         if let Err(e) = conn.query_drop(sql) {
-            return Restored::Failed(format!("{sql}: {}", crate::load::describe_error(&e).1));
+            return Restored::Failed(format!("{sql}: {}", crate::error::describe_error(&e).1));
         }
     }
     match read_scalar(conn, &r.check_sql) {
@@ -607,7 +607,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
             Restored::Done
         }
         Ok(v) => Restored::Failed(format!("reads {v} after the restore, not {}", r.original)),
-        Err(e) => Restored::Failed(crate::load::describe_error(&e).1),
+        Err(e) => Restored::Failed(crate::error::describe_error(&e).1),
     }
 }
 
