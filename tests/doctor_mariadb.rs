@@ -429,7 +429,8 @@ fn openssl(dir: &std::path::Path, args: &[&str]) {
     );
 }
 
-/// A CA and a server certificate for 127.0.0.1 in `dir`, plus an unrelated CA.
+/// A CA, a server certificate for the name `localhost` only (not for 127.0.0.1) and one for
+/// both (same key) in `dir`, plus an unrelated CA.
 fn certificates(dir: &std::path::Path) {
     let x509 = |key: &str, out: &str, cn: &str| {
         openssl(
@@ -457,31 +458,36 @@ fn certificates(dir: &std::path::Path) {
             "server.csr",
         ],
     );
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca-key.pem",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-            "-out",
-            "server-cert.pem",
-        ],
-    );
+    for (ext, out) in [
+        ("DNS:localhost", "server-cert.pem"),
+        ("DNS:localhost,IP:127.0.0.1", "server-cert-ip.pem"),
+    ] {
+        std::fs::write(
+            dir.join("ext.cnf"),
+            format!("subjectAltName={ext}\nbasicConstraints=CA:FALSE\n"),
+        )
+        .unwrap();
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca-key.pem",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "ext.cnf",
+                "-out",
+                out,
+            ],
+        );
+    }
 }
 
 #[test]
@@ -503,26 +509,20 @@ fn tls_modes_against_a_server_with_a_certificate() {
             .parse::<u64>()
             .unwrap()
     };
-    let tcp = |mode: &str, ca: &str| {
+    let tcp = |mode: &str, ca: &str, host: &str| {
         bin()
             .args([
-                "-h",
-                "127.0.0.1",
-                "-P",
-                &port,
-                "-u",
-                "root",
-                "--window",
-                "0",
-                "--json",
+                "-h", host, "-P", &port, "-u", "root", "--window", "0", "--json",
             ])
             .args(["--ssl-mode", mode, "--ssl-ca", ca])
             .output()
             .unwrap()
     };
-    for mode in ["REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"] {
+    // The certificate names localhost, the connection goes to 127.0.0.1: VERIFY_CA checks the
+    // chain only and connects; VERIFY_IDENTITY checks the name too and refuses.
+    let connects = |mode: &str| {
         let n = accepts();
-        let out = tcp(mode, &p("ca.pem"));
+        let out = tcp(mode, &p("ca.pem"), "127.0.0.1");
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -530,12 +530,28 @@ fn tls_modes_against_a_server_with_a_certificate() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(accepts() > n, "{mode}: no TLS handshake counted");
-    }
-    let out = tcp("VERIFY_CA", &p("other-ca.pem"));
+    };
+    connects("REQUIRED");
+    connects("VERIFY_CA");
+    let out = tcp("VERIFY_IDENTITY", &p("ca.pem"), "127.0.0.1");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
-        err.contains("TLS") && err.trim_end().lines().count() == 1,
+        err.contains("not valid for name \"127.0.0.1\"") && err.contains("\"localhost\""),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // The same key with 127.0.0.1 in the certificate (reloaded by FLUSH SSL): now it connects.
+    std::fs::copy(p("server-cert-ip.pem"), p("server-cert.pem")).unwrap();
+    db.sql("FLUSH SSL");
+    connects("VERIFY_IDENTITY");
+    let out = tcp("VERIFY_CA", &p("other-ca.pem"), "127.0.0.1");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("TLS")
+            && err.contains("not signed by the --ssl-ca")
+            && err.trim_end().lines().count() == 1,
         "{err}"
     );
 }

@@ -50,6 +50,34 @@ impl SslMode {
 /// The mysql crate's error text without its Rust wrappers: `IoError { msg }`,
 /// `CodecError { msg }`, `DriverError { msg }`, `MySqlError { ERROR 1 (x): msg }` become
 /// `msg`. Applied to every error message before it is printed.
+/// rustls's reason from the mysql crate's wrapped error text, without the wrapper's quotes
+/// and braces: "invalid peer certificate: certificate not valid for name \"127.0.0.1\";
+/// certificate is only valid for \"db1.example\"".
+fn certificate_reason(s: &str) -> String {
+    let inner = s.split_once('`').map_or(s, |(_, r)| r);
+    let inner = inner.split('`').next().unwrap_or(inner);
+    let mut out = inner.trim_end_matches(['\'', '}', ' ']).trim().to_string();
+    // `DnsName("db1.example")` -> "db1.example"
+    while let Some(i) = out.find("DnsName(\"") {
+        let rest = &out[i + 9..];
+        match rest.find("\")") {
+            Some(j) => {
+                let name = rest[..j].to_string();
+                out.replace_range(i..i + 9 + j + 2, &format!("\"{name}\""));
+            }
+            None => break,
+        }
+    }
+    if out.ends_with("UnknownIssuer") {
+        out.push_str(": not signed by the --ssl-ca certificate");
+    }
+    if out.is_empty() {
+        "invalid certificate".into()
+    } else {
+        out
+    }
+}
+
 pub fn plain_error_text(s: &str) -> String {
     let mut out = s.to_string();
     for w in [
@@ -746,7 +774,7 @@ pub fn explain(t: &Target, e: &mysql::Error) -> Error {
         ),
         other if other.to_string().contains("certificate") => format!(
             "TLS with {at} failed: the server certificate was rejected ({}); check --ssl-ca and --ssl-mode",
-            other.to_string().split('`').nth(1).unwrap_or("invalid certificate")
+            certificate_reason(&other.to_string())
         ),
         mysql::Error::CodecError(c) => format!(
             "the connection to {at} broke: {}; check that the server still runs and the network",
@@ -825,6 +853,22 @@ pub fn mysql_style_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn certificate_reasons_lose_the_wrappers() {
+        let r = super::certificate_reason(
+            "IoError { `invalid peer certificate: certificate not valid for name \"127.0.0.1\"; certificate is only valid for DnsName(\"db.invalid\")' }",
+        );
+        assert_eq!(
+            r,
+            "invalid peer certificate: certificate not valid for name \"127.0.0.1\"; certificate is only valid for \"db.invalid\""
+        );
+        assert_eq!(
+            super::certificate_reason("x `invalid peer certificate: UnknownIssuer' }"),
+            "invalid peer certificate: UnknownIssuer: not signed by the --ssl-ca certificate"
+        );
+        assert_eq!(super::certificate_reason("` }"), "invalid certificate");
+    }
+
     use super::*;
 
     fn args() -> ConnArgs {
