@@ -7,7 +7,7 @@
 //! times, after an idle baseline of the same length. Run it on the server's host, as root
 //! or the server's user (schedstat of another user's process needs that).
 //!
-//! Usage: cargo run --release --example sampler_cost -- SOCKET PID [SECONDS] [HZ] [ROUNDS] [plans]
+//! Usage: cargo run --release --example sampler_cost -- SOCKET PID [SECONDS] [HZ] [ROUNDS] [plans|fidelity]
 //! Output: one line per measurement, then medians per candidate (tab-separated).
 //!
 //! With `plans` as the sixth argument the candidates are instead the library's own burst
@@ -16,7 +16,12 @@
 //! CPU of the server thread serving the sampler's session (`/proc/PID/task/TID/schedstat`, its
 //! TID from `information_schema.PROCESSLIST`): the sampler's own server cost, which stays
 //! measurable under a load that drowns the whole-process figure; and the achieved rate and
-//! longest gap of each series.
+//! longest gap of each series. The /proc plans run twice: reading every thread's stat at every
+//! sample (`_every`, as before the schedstat gate) and through the library's default gate.
+//!
+//! With `fidelity` (no connection used) each 100 Hz /proc sample is taken twice back to back,
+//! by the sampler under test and then by an every-stat reader; the control pair is two
+//! every-stat readers: what the gate changes in the count, against the noise of two reads.
 
 use mysql::prelude::Queryable;
 use std::time::{Duration, Instant};
@@ -139,33 +144,25 @@ fn thread_ns(pid: u32, tid: u32) -> u64 {
 /// The library's sampler in each of its plans, interleaved per round.
 fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
     use spinscope::server::collect::{burst_sample_plan, BurstPlan};
+    use spinscope::server::proc_threads::{Gate, DEFAULT_GATE};
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let every = Gate::Every;
+    let gated = DEFAULT_GATE;
+    let proc = |sql_hz: f64, proc_gate: Gate| BurstPlan {
+        hz,
+        sql_hz,
+        proc_pid: Some(pid),
+        proc_gate,
+    };
+    // "_every": each thread's stat at each sample (as before the gate); the others use the
+    // library's default gate.
+    let only = 1.0 / (secs * 10.0);
     let cands: Vec<(&str, BurstPlan)> = vec![
         ("sql_only", BurstPlan::sql_only(hz)),
-        (
-            "proc_sql10",
-            BurstPlan {
-                hz,
-                sql_hz: 10.0,
-                proc_pid: Some(pid),
-            },
-        ),
-        (
-            "proc_sql5",
-            BurstPlan {
-                hz,
-                sql_hz: 5.0,
-                proc_pid: Some(pid),
-            },
-        ),
-        (
-            "proc_only",
-            BurstPlan {
-                hz,
-                sql_hz: 1.0 / (secs * 10.0),
-                proc_pid: Some(pid),
-            },
-        ),
+        ("proc_sql10_every", proc(10.0, every)),
+        ("proc_sql10", proc(10.0, gated)),
+        ("proc_only_every", proc(only, every)),
+        ("proc_only", proc(only, gated)),
     ];
     let tid = session_tid(conn);
     let mut res: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cands.len() + 1];
@@ -173,7 +170,7 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
     for round in 0..rounds {
         let s0 = server_cpu_ns(pid);
         std::thread::sleep(Duration::from_secs_f64(secs));
-        let idle = (server_cpu_ns(pid) - s0) as f64 / (secs * 1e9) * 100.0;
+        let idle = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (secs * 1e9) * 100.0;
         println!("{round}\tnone\t0\t0\t0\t0\t0\t0\t{idle:.3}\t0\t0\t0\t0");
         res[cands.len()].push((idle, 0.0, 0.0));
         for (i, (name, plan)) in cands.iter().enumerate() {
@@ -183,7 +180,7 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
             let mut notes = Vec::new();
             let r = burst_sample_plan(conn, plan, secs, &stop, &mut notes);
             let el = start.elapsed().as_secs_f64();
-            let spct = (server_cpu_ns(pid) - s0) as f64 / (el * 1e9) * 100.0;
+            let spct = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (el * 1e9) * 100.0;
             let sess = (thread_ns(pid, tid) - t0) as f64 / (el * 1e9) * 100.0;
             let cpct = r.sampler_cpu_ns as f64 / (el * 1e9) * 100.0;
             let st = spinscope::doctor::burst::stats(&r, 2.0).expect("samples");
@@ -222,6 +219,51 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
     }
 }
 
+/// What the schedstat gate changes in the /proc count: at 100 Hz, each sample is taken twice
+/// back to back, first by the sampler under test, then by a reader of every thread's stat;
+/// the control pair is two every-stat readers. Per pair: mean running by each, the share of
+/// samples where they differ, and the mean of (first - second).
+fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
+    use spinscope::server::proc_threads::{Gate, ProcThreads, DEFAULT_GATE};
+    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct");
+    for round in 0..rounds {
+        for (name, gate) in [("every", Gate::Every), ("gated", DEFAULT_GATE)] {
+            let mut a = ProcThreads::open(pid).expect("server /proc");
+            a.set_gate(gate);
+            let mut b = ProcThreads::open(pid).expect("server /proc");
+            let period = Duration::from_secs_f64(1.0 / hz);
+            let start = Instant::now();
+            let mut next = start;
+            let (mut n, mut sa, mut sb, mut differ, mut lower, mut diff) =
+                (0u64, 0u64, 0u64, 0u64, 0u64, 0i64);
+            while start.elapsed().as_secs_f64() < secs {
+                next += period;
+                if let Some(d) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(d);
+                }
+                let (Some(x), Some(y)) = (a.count(), b.count()) else {
+                    break;
+                };
+                n += 1;
+                sa += u64::from(x.running);
+                sb += u64::from(y.running);
+                differ += u64::from(x.running != y.running);
+                lower += u64::from(x.running < y.running);
+                diff += i64::from(x.running) - i64::from(y.running);
+            }
+            let nf = n.max(1) as f64;
+            println!(
+                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}",
+                sa as f64 / nf,
+                sb as f64 / nf,
+                differ as f64 / nf * 100.0,
+                diff as f64 / nf,
+                lower as f64 / nf * 100.0
+            );
+        }
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -241,6 +283,10 @@ fn main() {
         .socket(Some(a[1].clone()))
         .user(Some("root"))
         .prefer_socket(true);
+    if a.get(6).map(String::as_str) == Some("fidelity") {
+        fidelity(pid, secs, hz, rounds);
+        return;
+    }
     let mut conn = mysql::Conn::new(opts).expect("connect");
     if a.get(6).map(String::as_str) == Some("plans") {
         plans(&mut conn, pid, secs, hz, rounds);
@@ -252,7 +298,7 @@ fn main() {
     for round in 0..rounds {
         let s0 = server_cpu_ns(pid);
         std::thread::sleep(Duration::from_secs_f64(secs));
-        let idle = (server_cpu_ns(pid) - s0) as f64 / (secs * 1e9) * 100.0;
+        let idle = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (secs * 1e9) * 100.0;
         println!("{round}\tidle\t0\t{idle:.3}\t0\t0");
         res[cands.len()].push((idle, 0.0, 0.0));
         for (i, (name, sql)) in cands.iter().enumerate() {
@@ -260,7 +306,7 @@ fn main() {
             let t0 = Instant::now();
             let (n, ccpu, rtt) = run(&mut conn, sql, hz, secs);
             let el = t0.elapsed().as_secs_f64();
-            let spct = (server_cpu_ns(pid) - s0) as f64 / (el * 1e9) * 100.0;
+            let spct = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (el * 1e9) * 100.0;
             let cpct = ccpu as f64 / (el * 1e9) * 100.0;
             println!("{round}\t{name}\t{n}\t{spct:.3}\t{cpct:.3}\t{rtt:.0}");
             res[i].push((spct, cpct, rtt));

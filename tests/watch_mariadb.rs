@@ -105,10 +105,12 @@ fn target(db: &MariaDb) -> String {
     format!("root@{}", db.socket.display())
 }
 
-/// `threads` clients each running SELECT SLEEP(0.3) for `secs`.
+/// `threads` clients each running SELECT SLEEP(0.3) for `secs`, except the first, which keeps
+/// the server busy (a perf recording of an idle server has no samples, and watch's own
+/// sampler no longer gives it any work to record).
 fn burst(db: &MariaDb, threads: usize, secs: f64) {
     let hs: Vec<_> = (0..threads)
-        .map(|_| {
+        .map(|i| {
             let sock = db.socket.to_string_lossy().into_owned();
             std::thread::spawn(move || {
                 let o = mysql::OptsBuilder::new()
@@ -116,8 +118,13 @@ fn burst(db: &MariaDb, threads: usize, secs: f64) {
                     .user(Some("root"));
                 let mut c = mysql::Conn::new(o).expect("load connection");
                 let t0 = Instant::now();
+                let sql = if i == 0 {
+                    "SELECT BENCHMARK(100000, MD5('spinscope'))"
+                } else {
+                    "SELECT SLEEP(0.3)"
+                };
                 while t0.elapsed().as_secs_f64() < secs {
-                    let _: Option<i64> = c.query_first("SELECT SLEEP(0.3)").unwrap();
+                    let _: Option<i64> = c.query_first(sql).unwrap();
                 }
             })
         })
@@ -305,6 +312,43 @@ fn a_burst_makes_one_capture_with_the_ramp_that_diagnoses_offline() {
         "{metrics}"
     );
     assert_eq!(metric(&metrics, "spinscope_watch_up"), 1.0, "{metrics}");
+    // A local server: running threads from /proc at --hz, the SQL counters at --sql-hz (10),
+    // so the server answers about 10 sampling statements a second, not 100.
+    let sql_hz = metric(&metrics, "spinscope_watch_sql_sample_rate_hz");
+    assert!((5.0..=15.0).contains(&sql_hz), "{metrics}");
+    assert!(
+        metric(&metrics, "spinscope_watch_running_threads_count") > 50.0 * 5.0,
+        "{metrics}"
+    );
+    assert_eq!(doc["sql_hz"].as_f64(), Some(10.0), "{}", doc["series"]);
+    let series = doc["series"].to_string();
+    assert!(series.contains("SHOW GLOBAL STATUS at 10 Hz"), "{series}");
+    assert!(
+        series.contains("running: threads of server pid"),
+        "{series}"
+    );
+    let n_sql = before.iter().filter(|s| s.get("held").is_none()).count();
+    assert!(
+        n_sql * 5 < before.len() && n_sql >= 10,
+        "SQL reads {n_sql} of {} samples",
+        before.len()
+    );
+    assert!(
+        before.iter().all(|s| s["running"].as_u64().is_some()),
+        "a sample without the /proc count"
+    );
+    let snap: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("doctor-snapshot.json")).unwrap())
+            .unwrap();
+    assert_eq!(snap["burst"]["sql_hz"].as_f64(), Some(10.0));
+    assert!(
+        snap["burst"]["proc_running"]["points"]
+            .as_array()
+            .unwrap()
+            .len()
+            > before.len(),
+        "the snapshot's /proc series"
+    );
 }
 
 #[test]

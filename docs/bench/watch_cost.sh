@@ -27,7 +27,8 @@ echo "$m" | awk -v s="$secs" '
   /^spinscope_watch_sampler_cpu_seconds_total/{n++; c+=$2}
   /^spinscope_watch_sample_rate_hz/{split($0,a," "); r=r" "sprintf("%.1f",a[2])}
   /^spinscope_watch_longest_gap_seconds/{split($0,a," "); g=g" "sprintf("%.1f",a[2]*1000)}
+  /^spinscope_watch_sql_sample_rate_hz/{split($0,a," "); q=q" "sprintf("%.1f",a[2])}
   /^spinscope_watch_sample_rtt_seconds/{split($0,a," "); t=t" "sprintf("%.0f",a[2]*1e6)}
   END{printf "sampler threads: %.3f s CPU over %d servers = %.2f%% of a core per server\n", c, n, c/n/(s+3)*100;
-      print "achieved Hz (last 10 s):" r; print "longest gap ms (last 10 s):" g; print "query rtt us (last round):" t}'
+      print "achieved Hz (last 10 s):" r; if (q != "") print "SQL reads Hz (last 10 s):" q; print "longest gap ms (last 10 s):" g; print "query rtt us (last round):" t}'
 echo "server CPU over ${secs} s: idle $(echo "scale=2; $idle*100/$hz/$secs" | bc)% of a core, watched $(echo "scale=2; $busy*100/$hz/$secs" | bc)%"

@@ -17,10 +17,17 @@ Examples:
 
 Triggers (--trigger, repeatable; default 'threads_running > 2*cores for 50ms'):
   trigger  := series OP value [for DURATION] [cooldown DURATION]
-  series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms
+  series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
   OP       := > | >= | < | <=
   value    := NUMBER | NUMBER*cores | cores | NUMBER% of DURATION AGG   (AGG: median mean min max)
   DURATION := NUMBER ms | NUMBER s | NUMBER m
+
+Series and their sources: threads_running, threads_connected, qps (from Questions) and
+row_lock_waits come from one SHOW GLOBAL STATUS, rtt_ms is its round trip: at --sql-hz (10) on a
+local server, at --hz elsewhere; running (local servers only) is the server's threads in state R
+(on a CPU or queued for one) from /proc/PID/task at --hz (100), which costs the server nothing.
+A trigger is checked at its series' reads, so 'threads_running > 8 for 50ms' on a local server
+needs two reads 100 ms apart; 'running > 2*cores for 50ms' sees CPU pile-ups at --hz.
 
 Each capture is a directory with doctor-snapshot.json (read by doctor --snapshot DIR), capture.json
 (every sample from --history before to --after after the trigger), processlist.tsv,
@@ -41,9 +48,14 @@ pub struct WatchArgs {
     /// A file with one server per line: `[NAME] TARGET`; `#` starts a comment.
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
-    /// Sampler rate per server, samples per second.
+    /// Sampler rate per server, samples per second (the /proc count on a local server, else
+    /// the SQL counters).
     #[arg(long, default_value_t = 100.0, value_name = "HZ")]
     pub hz: f64,
+    /// SQL counters' rate on a local server, at most --hz; each read costs the server about
+    /// 0.5 ms of CPU.
+    #[arg(long, default_value_t = 10.0, value_name = "HZ")]
+    pub sql_hz: f64,
     /// Samples kept per server and written before a trigger: 30s, 2m (bare number: seconds).
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub history: f64,
@@ -140,6 +152,7 @@ fn servers(a: &WatchArgs) -> Result<Vec<Watched>> {
 
 pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
     range("--hz", a.hz, 1.0, 1000.0, "samples per second")?;
+    range("--sql-hz", a.sql_hz, 0.1, 1000.0, "reads per second")?;
     range("--history", a.history, 1.0, 3600.0, "seconds")?;
     range("--after", a.after, 0.0, 600.0, "seconds")?;
     range("--cooldown", a.cooldown, 0.0, 86_400.0, "seconds")?;
@@ -172,6 +185,7 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
     Ok(WatchPlan {
         servers: servers(a)?,
         hz: a.hz,
+        sql_hz: a.sql_hz,
         history_s: a.history,
         after_s: a.after,
         triggers,

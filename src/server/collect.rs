@@ -405,6 +405,8 @@ pub struct BurstPlan {
     pub sql_hz: f64,
     /// The server's pid on this host: count its running threads from /proc at `hz`.
     pub proc_pid: Option<u32>,
+    /// Which threads' `stat` each /proc sample reads.
+    pub proc_gate: super::proc_threads::Gate,
 }
 
 /// The SQL counters' rate beside a /proc series at `hz`, unless the user chose one: 10 Hz
@@ -419,6 +421,7 @@ impl BurstPlan {
             hz,
             sql_hz: hz,
             proc_pid: None,
+            proc_gate: super::proc_threads::DEFAULT_GATE,
         }
     }
 
@@ -468,153 +471,237 @@ pub fn burst_sample_plan(
     stop: &AtomicBool,
     notes: &mut Vec<String>,
 ) -> BurstRecord {
-    let hz = plan.hz;
-    let mut procs = plan
-        .proc_pid
-        .and_then(super::proc_threads::ProcThreads::open);
-    if plan.proc_pid.is_some() && procs.is_none() {
-        notes.push(format!(
-            "burst sampler: /proc/{}/task not readable; SQL counters only",
-            plan.proc_pid.unwrap_or(0)
-        ));
-    }
-    let every = if procs.is_some() { plan.sql_every() } else { 1 };
-    // The server thread serving this session, to measure what the sampler costs it.
-    let session = procs
-        .as_ref()
-        .and_then(|p| session_tid(conn).map(|t| (p.pid(), t)));
-    if let Some(p) = procs.as_mut() {
-        p.exclude(session.map(|s| s.1));
-    }
-    let session_cpu0 = session.and_then(|(p, t)| super::proc_threads::thread_cpu_ns(p, t));
-    let period = Duration::from_secs_f64(1.0 / hz.max(0.001));
-    let window = Duration::from_secs_f64(window_s.max(0.0));
-    let n_sql = (hz * window_s / every as f64) as usize + 8;
-    let mut points = Vec::with_capacity(n_sql);
-    let mut proc_points = Vec::with_capacity(if procs.is_some() {
-        (hz * window_s) as usize + 8
-    } else {
-        0
-    });
-    let mut rtts_us = Vec::with_capacity(n_sql);
-    let cpu0 = thread_cpu_ns();
-    let start = Instant::now();
-    let mut next = start;
-    let mut q0: Option<u64> = None;
-    let mut interrupted = false;
-    let mut issued: u64 = 0;
-    let mut tick: u64 = 0;
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
+    BurstSampler::new(conn, plan, notes).sample(conn, window_s, stop, notes)
+}
+
+/// The burst sampler on one connection, kept across windows (`watch` samples in short
+/// rounds): the /proc files stay open, the SQL reads keep their place on the tick grid, and
+/// Questions counts from the sampler's first read.
+pub struct BurstSampler {
+    plan: BurstPlan,
+    procs: Option<super::proc_threads::ProcThreads>,
+    /// (server pid, the TID of the server thread serving this session).
+    session: Option<(u32, u32)>,
+    every: u64,
+    tick: u64,
+    q0: Option<u64>,
+    issued: u64,
+}
+
+impl BurstSampler {
+    /// Open the /proc series when `plan` asks for it (a note when it cannot).
+    pub fn new(conn: &mut mysql::Conn, plan: &BurstPlan, notes: &mut Vec<String>) -> BurstSampler {
+        let mut procs = plan
+            .proc_pid
+            .and_then(super::proc_threads::ProcThreads::open);
+        if plan.proc_pid.is_some() && procs.is_none() {
+            notes.push(format!(
+                "burst sampler: /proc/{}/task not readable; SQL counters only",
+                plan.proc_pid.unwrap_or(0)
+            ));
         }
-        let now = Instant::now();
-        if now.duration_since(start) >= window {
-            break;
-        }
-        if next > now && !crate::interrupt::sleep(next - now, stop) {
-            continue; // stopped: the top of the loop ends it
-        }
-        let t = start.elapsed();
-        let sql_tick = tick % every == 0;
-        tick += 1;
-        // /proc first: the session's own server thread is idle between statements.
+        let every = if procs.is_some() { plan.sql_every() } else { 1 };
+        // The server thread serving this session, to measure what the sampler costs it.
+        let session = procs
+            .as_ref()
+            .and_then(|p| session_tid(conn).map(|t| (p.pid(), t)));
         if let Some(p) = procs.as_mut() {
-            match p.count() {
-                Some(c) => proc_points.push(ProcPoint {
-                    t_ms: t.as_secs_f64() * 1e3,
-                    running: c.running,
-                    threads: c.threads,
-                }),
-                None => {
-                    notes.push(format!(
-                        "burst sampler: the server process left /proc after {:.1} s",
-                        t.as_secs_f64()
-                    ));
-                    procs = None;
+            p.exclude(session.map(|s| s.1));
+            p.set_gate(plan.proc_gate);
+        }
+        BurstSampler {
+            plan: *plan,
+            procs,
+            session,
+            every,
+            tick: 0,
+            q0: None,
+            issued: 0,
+        }
+    }
+
+    /// Whether the /proc series runs (a local server whose task directory is readable).
+    pub fn has_proc(&self) -> bool {
+        self.procs.is_some()
+    }
+
+    /// The SQL counters' rate now: `plan.sql_hz` beside the /proc series, else `plan.hz`.
+    pub fn sql_hz(&self) -> f64 {
+        self.plan.hz / self.every as f64
+    }
+
+    /// Sample at `hz` from now on, the SQL counters beside the /proc series at about `sql_hz`
+    /// (rounded to every n-th tick; without the /proc series they are read at `hz`).
+    pub fn set_rates(&mut self, hz: f64, sql_hz: f64) {
+        self.plan.hz = hz;
+        self.plan.sql_hz = sql_hz.min(hz);
+        self.every = if self.procs.is_some() {
+            self.plan.sql_every()
+        } else {
+            1
+        };
+    }
+
+    /// How the /proc series counts (the words of `ProcSeries::source`), when it runs.
+    pub fn proc_source(&self) -> Option<String> {
+        self.procs.as_ref().map(|p| proc_source(p.pid(), p.gate()))
+    }
+
+    /// Sample for `window_s` (see [`burst_sample_plan`]); `t_ms` counts from this window's
+    /// start, `questions` from the sampler's first read.
+    pub fn sample(
+        &mut self,
+        conn: &mut mysql::Conn,
+        window_s: f64,
+        stop: &AtomicBool,
+        notes: &mut Vec<String>,
+    ) -> BurstRecord {
+        let hz = self.plan.hz;
+        let every = self.every;
+        let session = self.session;
+        let session_cpu0 = session.and_then(|(p, t)| super::proc_threads::thread_cpu_ns(p, t));
+        let proc_gate = self
+            .procs
+            .as_ref()
+            .map_or(self.plan.proc_gate, |p| p.gate());
+        let period = Duration::from_secs_f64(1.0 / hz.max(0.001));
+        let window = Duration::from_secs_f64(window_s.max(0.0));
+        let n_sql = (hz * window_s / every as f64) as usize + 8;
+        let mut points = Vec::with_capacity(n_sql);
+        let mut proc_points = Vec::with_capacity(if self.procs.is_some() {
+            (hz * window_s) as usize + 8
+        } else {
+            0
+        });
+        let mut rtts_us = Vec::with_capacity(n_sql);
+        let cpu0 = thread_cpu_ns();
+        let start = Instant::now();
+        let mut next = start;
+        let mut interrupted = false;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let now = Instant::now();
+            if now.duration_since(start) >= window {
+                break;
+            }
+            if next > now && !crate::interrupt::sleep(next - now, stop) {
+                continue; // stopped: the top of the loop ends it
+            }
+            let t = start.elapsed();
+            let sql_tick = self.tick % every == 0;
+            self.tick += 1;
+            // /proc first: the session's own server thread is idle between statements.
+            if let Some(p) = self.procs.as_mut() {
+                match p.count() {
+                    Some(c) => proc_points.push(ProcPoint {
+                        t_ms: t.as_secs_f64() * 1e3,
+                        running: c.running,
+                        threads: c.threads,
+                    }),
+                    None => {
+                        notes.push(format!(
+                            "burst sampler: the server process left /proc after {:.1} s",
+                            t.as_secs_f64()
+                        ));
+                        self.procs = None;
+                        self.every = 1;
+                    }
                 }
             }
+            if sql_tick {
+                let t = start.elapsed();
+                let q_start = Instant::now();
+                let rows: Vec<(String, String)> = match conn.query(BURST_SQL) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        notes.push(format!(
+                            "burst sampler stopped after {:.1} s: {e}",
+                            t.as_secs_f64()
+                        ));
+                        interrupted = true;
+                        break;
+                    }
+                };
+                rtts_us.push(q_start.elapsed().as_secs_f64() * 1e6);
+                self.issued += 1;
+                let get = |n: &str| {
+                    rows.iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                        .and_then(|(_, v)| v.parse::<u64>().ok())
+                        .unwrap_or(0)
+                };
+                let q = get("Questions");
+                let q0v = *self.q0.get_or_insert(q);
+                points.push(BurstPoint {
+                    t_ms: t.as_secs_f64() * 1e3,
+                    // Our own session is running while it reads the counter.
+                    threads_running: get("Threads_running").saturating_sub(1),
+                    threads_connected: get("Threads_connected").saturating_sub(1),
+                    questions: q.saturating_sub(q0v).saturating_sub(self.issued - 1),
+                    row_lock_waits: get("Innodb_row_lock_current_waits"),
+                });
+            }
+            next += period;
+            let now = Instant::now();
+            if next < now {
+                // Behind schedule: do not fire a catch-up burst, the gap shows in the record.
+                next = now;
+            }
         }
-        if sql_tick {
-            let t = start.elapsed();
-            let q_start = Instant::now();
-            let rows: Vec<(String, String)> = match conn.query(BURST_SQL) {
-                Ok(r) => r,
-                Err(e) => {
-                    notes.push(format!(
-                        "burst sampler stopped after {:.1} s: {e}",
-                        t.as_secs_f64()
-                    ));
-                    interrupted = true;
-                    break;
-                }
-            };
-            rtts_us.push(q_start.elapsed().as_secs_f64() * 1e6);
-            issued += 1;
-            let get = |n: &str| {
-                rows.iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                    .and_then(|(_, v)| v.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            let q = get("Questions");
-            let q0v = *q0.get_or_insert(q);
-            points.push(BurstPoint {
-                t_ms: t.as_secs_f64() * 1e3,
-                // Our own session is running while it reads the counter.
-                threads_running: get("Threads_running").saturating_sub(1),
-                threads_connected: get("Threads_connected").saturating_sub(1),
-                questions: q.saturating_sub(q0v).saturating_sub(issued - 1),
-                row_lock_waits: get("Innodb_row_lock_current_waits"),
-            });
-        }
-        next += period;
-        let now = Instant::now();
-        if next < now {
-            // Behind schedule: do not fire a catch-up burst, the gap shows in the record.
-            next = now;
-        }
-    }
-    let sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
-    // Measured only while the session kept its thread (one thread per connection).
-    let server_session_cpu_ns = match (session, session_cpu0) {
-        (Some((p, t)), Some(c0)) if !interrupted && session_tid(conn) == Some(t) => {
-            super::proc_threads::thread_cpu_ns(p, t).map(|c1| c1.saturating_sub(c0))
-        }
-        _ => None,
-    };
-    rtts_us.sort_by(f64::total_cmp);
-    let query_p50_us = rtts_us.get(rtts_us.len() / 2).copied().unwrap_or(0.0);
-    let last_ms = points
-        .last()
-        .map(|p| p.t_ms)
-        .into_iter()
-        .chain(proc_points.last().map(|p| p.t_ms))
-        .fold(0.0, f64::max);
-    BurstRecord {
-        target_hz: hz,
-        window_s: start
-            .elapsed()
-            .as_secs_f64()
-            .min(window_s.max(0.0))
-            .max(last_ms / 1e3),
-        points,
-        sampler_cpu_ns,
-        query_p50_us,
-        interrupted,
-        sql_hz: (!proc_points.is_empty() && every > 1).then(|| hz / every as f64),
-        proc_running: (!proc_points.is_empty()).then(|| ProcSeries {
-            source: format!(
-                "threads of server pid {} in state R (on a CPU or runnable; the sampler's own session excluded when its thread is known), /proc/{0}/task/*/stat",
-                plan.proc_pid.unwrap_or(0)
-            ),
-            pid: plan.proc_pid.unwrap_or(0),
+        let sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+        // Measured only while the session kept its thread (one thread per connection).
+        let server_session_cpu_ns = match (session, session_cpu0) {
+            (Some((p, t)), Some(c0)) if !interrupted && session_tid(conn) == Some(t) => {
+                super::proc_threads::thread_cpu_ns(p, t).map(|c1| c1.saturating_sub(c0))
+            }
+            _ => None,
+        };
+        rtts_us.sort_by(f64::total_cmp);
+        let query_p50_us = rtts_us.get(rtts_us.len() / 2).copied().unwrap_or(0.0);
+        let last_ms = points
+            .last()
+            .map(|p| p.t_ms)
+            .into_iter()
+            .chain(proc_points.last().map(|p| p.t_ms))
+            .fold(0.0, f64::max);
+        let pid = self.plan.proc_pid.unwrap_or(0);
+        BurstRecord {
             target_hz: hz,
-            points: proc_points,
-        }),
-        server_session_cpu_ns,
+            window_s: start
+                .elapsed()
+                .as_secs_f64()
+                .min(window_s.max(0.0))
+                .max(last_ms / 1e3),
+            points,
+            sampler_cpu_ns,
+            query_p50_us,
+            interrupted,
+            sql_hz: (!proc_points.is_empty() && every > 1).then(|| hz / every as f64),
+            proc_running: (!proc_points.is_empty()).then(|| ProcSeries {
+                source: proc_source(pid, proc_gate),
+                pid,
+                target_hz: hz,
+                points: proc_points,
+            }),
+            server_session_cpu_ns,
+        }
     }
+}
+
+/// How the /proc series was counted, in words (the snapshot's `proc_running.source`).
+pub fn proc_source(pid: u32, gate: super::proc_threads::Gate) -> String {
+    format!(
+        "threads of server pid {pid} in state R (on a CPU or runnable; the sampler's own session excluded when its thread is known), /proc/{pid}/task/*/stat{}",
+        match gate {
+            super::proc_threads::Gate::Every => String::new(),
+            super::proc_threads::Gate::Schedstat { full_every } => format!(
+                " (a thread's stat read when its schedstat changed or it was R at its last read, every thread's every {full_every}th sample; none when /proc/loadavg shows nothing else runnable on the host)"
+            ),
+        }
+    )
 }
 
 fn now_unix() -> u64 {
@@ -771,6 +858,7 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
             hz: o.hz,
             sql_hz: o.sql_hz.unwrap_or(SQL_HZ_BESIDE_PROC).min(o.hz),
             proc_pid: Some(p),
+            proc_gate: super::proc_threads::DEFAULT_GATE,
         },
         None => BurstPlan::sql_only(o.hz),
     };

@@ -2,14 +2,21 @@
 //! sampler: a series the server does not compute, so it costs the server nothing.
 //!
 //! What is counted: the server's threads in state R (on a CPU, or runnable and waiting in the
-//! run queue) at the sample instant, from each thread's `/proc/PID/task/TID/stat`. Every `stat`
-//! stays open and is re-read at offset 0 (the kernel formats it anew on each read); the task
-//! directory stays open and is listed again whenever its link count (the kernel's thread count)
-//! changes or a thread is gone, so threads started for new connections count at once. (`schedstat`'s on-CPU + run-queue times would be 5x cheaper to
-//! read, but the kernel credits a queued thread's wait only when it next runs, so a 10 ms
-//! interval's mean from them comes in lumps; docs/PERFORMANCE.md.)
+//! run queue) at the sample instant, from each thread's `/proc/PID/task/TID/stat`. Every file
+//! stays open and is re-read at offset 0 (the kernel formats it anew on each read; a shorter
+//! read buffer does not shorten that); the task directory stays open and is listed again
+//! whenever its link count (the kernel's thread count) changes or a thread is gone, so threads
+//! started for new connections count at once.
+//!
+//! The client's cost is per thread per sample, so by default ([`DEFAULT_GATE`]) a thread's
+//! `stat` (about 3 us hot, 6 us cold on the benchmark VM) is read only when its `schedstat`
+//! (0.8 us) changed since the last sample, or it was in state R at its last read, and every
+//! thread's `stat` every 10th sample: a thread asleep at its last read that has not been on a
+//! CPU since is asleep still, unless it was woken and is queued for its first slice, which the
+//! next full read counts. (`schedstat`'s on-CPU + run-queue times alone would be cheaper still,
+//! but the kernel credits a queued thread's wait only when it next runs, so a 10 ms interval's
+//! mean from them comes in lumps; docs/PERFORMANCE.md.)
 
-use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -89,16 +96,48 @@ impl Drop for Dir {
     }
 }
 
+/// How a sample decides which threads' `stat` to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Every thread's `stat` at every sample (exact; about 3-6 us per thread).
+    Every,
+    /// Every thread's `schedstat` (about 0.8 us) at every sample, and its `stat` only when the
+    /// thread was in state R at its last read or has been on a CPU since (its `schedstat`
+    /// changed); every `full_every`-th sample reads every `stat`. What it misses: a thread
+    /// woken since its last read that has not yet had a CPU (queued since the wake-up) is
+    /// counted at the next full sample or once it has run.
+    Schedstat { full_every: u32 },
+}
+
+/// The gate the sampler uses: a full read every 10th sample (10 Hz at 100 Hz).
+pub const DEFAULT_GATE: Gate = Gate::Schedstat { full_every: 10 };
+
+/// One thread's open files and what its last reads said.
+struct Task {
+    tid: u32,
+    stat: File,
+    sched: Option<File>,
+    /// The last `schedstat` text (on-CPU ns, run-queue ns, times run), compared as bytes.
+    sched_last: [u8; 64],
+    sched_len: u8,
+    /// State R at the last `stat` read.
+    running: bool,
+}
+
 /// Counts one process's threads in state R.
 pub struct ProcThreads {
     pid: u32,
     dir: Dir,
-    /// Per thread: its open stat.
-    open: HashMap<u32, File>,
+    /// Per thread, sorted by tid.
+    tasks: Vec<Task>,
     seen: Vec<u32>,
     /// The task directory's link count at the last listing (see [`Dir::nlink`]).
     listed_nlink: Option<u64>,
     exclude: Option<u32>,
+    gate: Gate,
+    samples: u64,
+    /// `/proc/loadavg`, whose fourth field starts with the host's runnable tasks.
+    loadavg: Option<File>,
 }
 
 /// One sample.
@@ -110,16 +149,36 @@ pub struct Count {
     pub threads: u32,
 }
 
+/// The host's runnable tasks (on a CPU or queued) from a `/proc/loadavg` line
+/// (`0.12 0.10 0.05 2/345 6789`), the reader itself included.
+pub fn parse_loadavg_running(text: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(text).ok()?;
+    let (running, _) = s.split_ascii_whitespace().nth(3)?.split_once('/')?;
+    running.parse().ok()
+}
+
+/// Read `f` from offset 0 into `buf`; the bytes read, or None when the thread is gone.
+fn reread<'a>(f: &File, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    match f.read_at(buf, 0) {
+        Ok(n) if n > 0 => Some(&buf[..n]),
+        _ => None,
+    }
+}
+
 impl ProcThreads {
     /// None when the process's task directory cannot be read (not local, gone, no access).
+    /// Reads every thread's `stat` at every sample until [`ProcThreads::set_gate`].
     pub fn open(pid: u32) -> Option<ProcThreads> {
         let mut p = ProcThreads {
             pid,
             dir: Dir::open(&format!("/proc/{pid}/task"))?,
-            open: HashMap::new(),
+            tasks: Vec::new(),
             seen: Vec::new(),
             listed_nlink: None,
             exclude: None,
+            gate: Gate::Every,
+            samples: 0,
+            loadavg: File::open("/proc/loadavg").ok(),
         };
         p.count()?;
         Some(p)
@@ -134,51 +193,128 @@ impl ProcThreads {
         self.exclude = tid;
     }
 
+    /// Choose how samples read. A `schedstat` gate falls back to [`Gate::Every`] when the
+    /// kernel keeps no scheduler statistics (its `schedstat` then reads `0 0 0`).
+    pub fn set_gate(&mut self, gate: Gate) {
+        self.gate = gate;
+        if let Gate::Schedstat { .. } = gate {
+            let mut buf = [0u8; 64];
+            let off = self
+                .tasks
+                .iter()
+                .filter_map(|t| t.sched.as_ref())
+                .filter_map(|f| reread(f, &mut buf).map(|b| b.starts_with(b"0 0 0")))
+                .any(|zero| zero);
+            if off {
+                self.gate = Gate::Every;
+            }
+        }
+    }
+
+    pub fn gate(&self) -> Gate {
+        self.gate
+    }
+
+    /// List the task directory again and keep the open files of threads still there.
+    fn relist(&mut self) -> Option<()> {
+        if !self.dir.list(&mut self.seen) {
+            return None;
+        }
+        self.seen.sort_unstable();
+        let seen = &self.seen;
+        self.tasks.retain(|t| seen.binary_search(&t.tid).is_ok());
+        for &tid in &self.seen {
+            if let Err(at) = self.tasks.binary_search_by_key(&tid, |t| t.tid) {
+                let path = format!("/proc/{}/task/{tid}/", self.pid);
+                let Ok(stat) = File::open(format!("{path}stat")) else {
+                    continue; // exited between the listing and the open
+                };
+                self.tasks.insert(
+                    at,
+                    Task {
+                        tid,
+                        stat,
+                        sched: File::open(format!("{path}schedstat")).ok(),
+                        sched_last: [0; 64],
+                        sched_len: 0,
+                        // Unknown yet: read at the first sample.
+                        running: true,
+                    },
+                );
+            }
+        }
+        Some(())
+    }
+
     /// Sample now. None when the process is gone. The task directory is listed again only
     /// when its link count (the thread count) changed or a thread's stat could not be read
     /// (it exited, maybe replaced by a new one): listing costs more than reading ten stats.
     pub fn count(&mut self) -> Option<Count> {
         let nlink = self.dir.nlink()?;
         if self.listed_nlink != Some(nlink) {
-            if !self.dir.list(&mut self.seen) {
-                return None;
-            }
+            self.relist()?;
             self.listed_nlink = Some(nlink);
-            let seen = &self.seen;
-            self.open.retain(|tid, _| seen.contains(tid));
         }
+        let full = match self.gate {
+            Gate::Every => true,
+            Gate::Schedstat { full_every } => self.samples % u64::from(full_every.max(1)) == 0,
+        };
+        self.samples += 1;
+        let gated = !matches!(self.gate, Gate::Every);
         let mut buf = [0u8; 512];
         let mut c = Count {
             running: 0,
             threads: 0,
         };
-        for &tid in &self.seen {
-            if Some(tid) == self.exclude {
+        // Nothing on the host wants a CPU but this reader: no server thread is in state R,
+        // and one read told it (an idle dedicated host, most of the time).
+        let host_idle = gated
+            && self
+                .loadavg
+                .as_ref()
+                .and_then(|f| reread(f, &mut buf))
+                .and_then(parse_loadavg_running)
+                .is_some_and(|r| r <= 1);
+        if host_idle {
+            for t in self
+                .tasks
+                .iter_mut()
+                .filter(|t| Some(t.tid) != self.exclude)
+            {
+                t.running = false;
+                c.threads += 1;
+            }
+            return Some(c);
+        }
+        let mut gone = false;
+        for t in self.tasks.iter_mut() {
+            if Some(t.tid) == self.exclude {
                 continue;
             }
-            let f = match self.open.entry(tid) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    match File::open(format!("/proc/{}/task/{tid}/stat", self.pid)) {
-                        Ok(f) => v.insert(f),
-                        Err(_) => continue, // exited between the listing and the open
-                    }
+            // Has it been on a CPU since the last sample? (A failed read: ask `stat`.)
+            let mut ran = true;
+            if gated {
+                if let Some(b) = t.sched.as_ref().and_then(|f| reread(f, &mut buf)) {
+                    let n = b.len().min(64);
+                    ran = t.sched_last[..t.sched_len as usize] != b[..n];
+                    t.sched_last[..n].copy_from_slice(&b[..n]);
+                    t.sched_len = n as u8;
                 }
-            };
-            let state = match f.read_at(&mut buf, 0) {
-                Ok(n) if n > 0 => parse_state(&buf[..n]),
-                _ => None,
-            };
-            let Some(state) = state else {
-                // Gone: list again next time.
-                self.open.remove(&tid);
-                self.listed_nlink = None;
-                continue;
-            };
+            }
+            if full || ran || t.running {
+                let Some(state) = reread(&t.stat, &mut buf).and_then(parse_state) else {
+                    gone = true; // list again next time
+                    continue;
+                };
+                t.running = state == b'R';
+            }
             c.threads += 1;
-            if state == b'R' {
+            if t.running {
                 c.running += 1;
             }
+        }
+        if gone {
+            self.listed_nlink = None;
         }
         Some(c)
     }
@@ -194,6 +330,17 @@ mod tests {
         assert_eq!(parse_state(b"43 (my (odd) name) R 1 42"), Some(b'R'));
         assert_eq!(parse_state(b"43 (no close paren R"), None);
         assert_eq!(parse_state(b"43 (x)"), None);
+    }
+
+    #[test]
+    fn loadavg_running_field() {
+        assert_eq!(
+            parse_loadavg_running(b"0.12 0.10 0.05 2/345 6789\n"),
+            Some(2)
+        );
+        assert_eq!(parse_loadavg_running(b"0.00 0.00 0.00 1/80 1"), Some(1));
+        assert_eq!(parse_loadavg_running(b"0.12 0.10 0.05 2 345"), None);
+        assert_eq!(parse_loadavg_running(b""), None);
     }
 
     #[test]
@@ -240,6 +387,43 @@ mod tests {
             "{spinning:?}"
         );
         assert!(p.count().is_none(), "a reaped process still counted");
+    }
+
+    #[test]
+    fn the_schedstat_gate_sees_a_thread_that_starts_spinning() {
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", "sleep 0.4; while :; do :; done"])
+            .spawn()
+            .expect("/bin/sh");
+        let mut p = ProcThreads::open(child.id()).expect("child's /proc");
+        p.set_gate(Gate::Schedstat { full_every: 1000 });
+        let gated = p.gate();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let asleep: Vec<Count> = (0..5).map(|_| p.count().unwrap()).collect();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let mut spinning = Vec::new();
+        for _ in 0..10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            spinning.push(p.count().unwrap());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let (idle, busy) = (
+            Count {
+                running: 0,
+                threads: 1,
+            },
+            Count {
+                running: 1,
+                threads: 1,
+            },
+        );
+        assert!(asleep.iter().all(|c| *c == idle), "{asleep:?}");
+        // Not a full read after the first: the schedstat change (or the last R) made it read.
+        assert!(
+            spinning.iter().all(|c| *c == busy),
+            "{gated:?} {spinning:?}"
+        );
     }
 
     #[test]

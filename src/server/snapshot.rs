@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub const SNAPSHOT_SCHEMA: &str = "spinscope.doctor-snapshot/1";
 
 /// One sample of the burst sampler (own session already removed).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct BurstPoint {
     /// Milliseconds since the window started.
     pub t_ms: f64,

@@ -28,11 +28,17 @@ pub struct Peaks {
     pub qps: f64,
     pub row_lock_waits: u32,
     pub rtt_ms: f64,
+    /// The server's threads in state R from /proc (local servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<u32>,
 }
 
 pub fn peaks(v: &[Sample]) -> Peaks {
     let mut p = Peaks::default();
     for s in v {
+        if s.running != super::ring::NO_PROC {
+            p.running = Some(p.running.unwrap_or(0).max(s.running));
+        }
         p.threads_running = p.threads_running.max(s.threads_running);
         p.threads_connected = p.threads_connected.max(s.threads_connected);
         p.qps = p.qps.max(s.qps);
@@ -55,6 +61,13 @@ pub struct CapturePoint {
     pub host_busy_pct: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_cpu_pct: Option<f32>,
+    /// The server's threads in state R from /proc at this tick (local servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<u32>,
+    /// The SQL fields (threads_running to rtt_us) repeat the last read, taken at an earlier
+    /// tick (local servers read them at `sql_hz`, below `hz`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// `capture.json`.
@@ -68,6 +81,12 @@ pub struct CaptureDoc {
     pub trigger: Fired,
     pub cores: f64,
     pub hz: f64,
+    /// The SQL counters' rate when lower than `hz` (local servers: the /proc count at `hz`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql_hz: Option<f64>,
+    /// Where each series of the samples comes from, at which rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<String>,
     pub history_s: f64,
     pub after_s: f64,
     pub peaks: Peaks,
@@ -104,8 +123,25 @@ pub fn points(v: &[Sample], fired_ms: f64) -> Vec<CapturePoint> {
             rtt_us: s.rtt_us.round(),
             host_busy_pct: opt(s.host_busy_pct),
             server_cpu_pct: opt(s.server_cpu_pct),
+            running: (s.running != super::ring::NO_PROC).then_some(s.running),
+            held: s.held,
         })
         .collect()
+}
+
+/// The `series` lines of `capture.json` (and of `watch --help`): each series, its source and
+/// its rate.
+pub fn series_sources(hz: f64, sql_hz: Option<f64>, proc_source: Option<&str>) -> Vec<String> {
+    let sql = sql_hz.unwrap_or(hz);
+    let mut v = vec![format!(
+        "threads_running, threads_connected, qps (from Questions), row_lock_waits (Innodb_row_lock_current_waits): SHOW GLOBAL STATUS at {sql} Hz{}",
+        if sql < hz { "; samples marked held repeat the last read" } else { "" }
+    ), format!("rtt_us: that statement's round trip at {sql} Hz")];
+    if let Some(src) = proc_source {
+        v.push(format!("running: {src}, at {hz} Hz"));
+    }
+    v.push("host_busy_pct, server_cpu_pct: /proc/stat and /proc/PID/stat, once a second (local servers)".into());
+    v
 }
 
 /// A directory name from a time and a server name: `20261123T221530.125Z-db1`.

@@ -1,8 +1,9 @@
 //! Prometheus metrics of `watch` (the `prometheus-client` crate's registry and text encoder)
 //! and the `/metrics` endpoint (a `tiny_http` server on its own thread).
 //!
-//! Threads_running is a histogram of every sample, so a peak of 50 ms between two 15 s scrapes
-//! still moves a bucket; the other series are per server (label `server`).
+//! Threads_running is a histogram of every SQL read, and on a local server the threads in state
+//! R from /proc a histogram of every tick, so a peak of 50 ms between two 15 s scrapes still
+//! moves a bucket; the other series are per server (label `server`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,6 +47,9 @@ fn burst_hist() -> Histogram {
 #[derive(Clone)]
 pub struct Metrics {
     pub threads_running: Family<ServerLabel, Histogram, fn() -> Histogram>,
+    pub running: Family<ServerLabel, Histogram, fn() -> Histogram>,
+    pub sql_hz: Family<ServerLabel, FGauge>,
+    pub sql_longest_gap: Family<ServerLabel, FGauge>,
     pub threads_running_max: Family<ServerLabel, FGauge>,
     pub threads_connected: Family<ServerLabel, FGauge>,
     pub bursts: Family<ServerLabel, Counter>,
@@ -67,6 +71,9 @@ impl Metrics {
     pub fn new() -> (Metrics, Registry) {
         let m = Metrics {
             threads_running: Family::new_with_constructor(running_hist as fn() -> Histogram),
+            running: Family::new_with_constructor(running_hist as fn() -> Histogram),
+            sql_hz: Family::default(),
+            sql_longest_gap: Family::default(),
             threads_running_max: Family::default(),
             threads_connected: Family::default(),
             bursts: Family::default(),
@@ -86,8 +93,24 @@ impl Metrics {
         let mut r = Registry::with_prefix("spinscope_watch");
         r.register(
             "threads_running",
-            "Threads_running at every sample (own session excluded)",
+            "Threads_running at every SQL read (own session excluded)",
             m.threads_running.clone(),
+        );
+        r.register(
+            "running_threads",
+            "The server's threads in state R (on a CPU or queued) from /proc at every sample (local servers)",
+            m.running.clone(),
+        );
+        r.register(
+            "sql_sample_rate_hz",
+            "SQL counter reads per second over the last 10 s (below sample_rate_hz on a local server)",
+            m.sql_hz.clone(),
+        );
+        r.register_with_unit(
+            "sql_longest_gap",
+            "Longest gap between two SQL counter reads over the last 10 s",
+            Unit::Seconds,
+            m.sql_longest_gap.clone(),
         );
         r.register(
             "threads_running_max_10s",
@@ -117,7 +140,7 @@ impl Metrics {
         );
         r.register(
             "target_rate_hz",
-            "The rate the sampler aims at now (lower than --hz while backing off)",
+            "The rate the SQL reads aim at now (lower than --hz, or --sql-hz on a local server, while backing off)",
             m.target_hz.clone(),
         );
         r.register_with_unit(

@@ -34,6 +34,8 @@ pub struct Watched {
 pub struct WatchPlan {
     pub servers: Vec<Watched>,
     pub hz: f64,
+    /// The SQL counters' rate on a local server, where the /proc series runs at `hz`.
+    pub sql_hz: f64,
     pub history_s: f64,
     pub after_s: f64,
     pub triggers: Vec<trigger::Trigger>,

@@ -11,11 +11,12 @@ use mysql::prelude::Queryable;
 use super::capture::{self, CaptureDoc, LogLine, CAPTURE_SCHEMA};
 use super::metrics::{CaptureLabel, ServerLabel};
 use super::rate::{Change, RateControl};
-use super::ring::{to_burst_record, Ring, Sample};
+use super::ring::{to_burst_record, Ring, Sample, NO_PROC};
 use super::trigger::{Evaluator, Fired, Point};
 use super::{log, utc, Shared, Watched};
-use crate::server::collect::{burst_sample, collect, CollectOpts};
+use crate::server::collect::{collect, BurstPlan, BurstSampler, CollectOpts};
 use crate::server::conn::{connect_target, Target};
+use crate::server::snapshot::{BurstPoint, BurstRecord, ProcPoint};
 use crate::server::snapshot::{HostFacts, Snapshot};
 
 /// One sampler round lasts about this long: the trigger latency and the longest a stop waits.
@@ -30,6 +31,8 @@ struct Info {
     host: Option<HostFacts>,
     pid: Option<u32>,
     version: String,
+    /// The /proc series on this connection: (server pid, how it counts, the SQL counters' rate).
+    proc: Option<(u32, String, f64)>,
 }
 
 fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
@@ -79,6 +82,7 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         pid: host.as_ref().and_then(|h| h.server_pid),
         host,
         version: facts.snap.version.clone(),
+        proc: None,
     })
 }
 
@@ -292,6 +296,7 @@ fn finish(
     let from = p.fired.t_ms - plan.history_s * 1e3;
     let samples = ring.between(from, p.until_ms);
     let (name, target, cores) = (w.name.clone(), w.target.clone(), info.cores);
+    let info_proc = info.proc.clone();
     let fired_unix = sh.unix_ms(p.fired.t_ms);
     let metrics = sh.metrics.clone();
     let writer = std::thread::spawn(move || {
@@ -300,7 +305,8 @@ fn finish(
         let start = p.start.join();
         let second = innodb_status(&target);
         let cpu_ns = (cpu_ns_per_sample * samples.len() as f64) as u64;
-        let record = to_burst_record(&samples, plan.hz, cpu_ns);
+        let proc = info_proc.as_ref().map(|(p, s, h)| (*p, s.as_str(), *h));
+        let record = to_burst_record(&samples, plan.hz, cpu_ns, proc);
         match start {
             Ok(s) => {
                 match s.snapshot {
@@ -366,6 +372,12 @@ fn finish(
             fired_at_unix_ms: fired_unix.round(),
             cores,
             hz: plan.hz,
+            sql_hz: info_proc.as_ref().map(|p| p.2).filter(|h| *h < plan.hz),
+            series: capture::series_sources(
+                plan.hz,
+                info_proc.as_ref().map(|p| p.2),
+                info_proc.as_ref().map(|p| p.1.as_str()),
+            ),
             history_s: plan.history_s,
             after_s: plan.after_s,
             peaks: peaks.clone(),
@@ -418,7 +430,12 @@ fn finish(
 struct Carry {
     questions: u64,
     qps: f64,
+    /// The last SQL read: its time, its Questions (counted from the sampler's first read), its
+    /// values (held in the samples until the next read).
     last_t_ms: Option<f64>,
+    last_q: Option<u64>,
+    sql: BurstPoint,
+    rtt_us: f32,
     burst_from: Option<f64>,
     host_at: Option<Instant>,
     host_prev: Option<(crate::server::snapshot::CpuTicks, Option<u64>)>,
@@ -463,6 +480,24 @@ fn host_signature(c: &mut Carry, pid: Option<u32>) {
         }
     }
     c.host_prev = Some((now, proc_ticks));
+}
+
+/// One round's samples in time order: each /proc count with the SQL read of the same tick, if
+/// any; SQL reads alone when there is no /proc series (or after it stopped).
+fn ticks(rec: &BurstRecord) -> Vec<(f64, Option<ProcPoint>, Option<BurstPoint>)> {
+    let procs = rec.proc_running.as_ref().map_or(&[][..], |p| &p.points[..]);
+    let mut out = Vec::with_capacity(procs.len().max(rec.points.len()));
+    let mut j = 0;
+    for (i, pp) in procs.iter().enumerate() {
+        let next_t = procs.get(i + 1).map_or(f64::INFINITY, |n| n.t_ms);
+        let sql = (j < rec.points.len() && rec.points[j].t_ms < next_t).then(|| {
+            j += 1;
+            rec.points[j - 1]
+        });
+        out.push((pp.t_ms, Some(*pp), sql));
+    }
+    out.extend(rec.points[j..].iter().map(|p| (p.t_ms, None, Some(*p))));
+    out
 }
 
 /// Watch one server until the stop flag; never returns an error (they are logged).
@@ -540,6 +575,49 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
             }
             Err(_) => {}
         }
+        if info.is_none() {
+            continue;
+        }
+        // On a local server the running threads from /proc at --hz, the SQL counters at
+        // --sql-hz; else the SQL counters at --hz.
+        let bplan = match info
+            .as_ref()
+            .and_then(|i| i.pid)
+            .filter(|_| w.target.is_local())
+        {
+            Some(pid) => BurstPlan {
+                hz: plan.hz,
+                sql_hz: plan.sql_hz.min(plan.hz),
+                proc_pid: Some(pid),
+                proc_gate: crate::server::proc_threads::DEFAULT_GATE,
+            },
+            None => BurstPlan::sql_only(plan.hz),
+        };
+        let mut sampler_notes = Vec::new();
+        let mut sampler = BurstSampler::new(&mut conn, &bplan, &mut sampler_notes);
+        for n in sampler_notes {
+            log(&format!("{}: {n}", w.name));
+        }
+        let sql_target = if sampler.has_proc() {
+            bplan.sql_hz
+        } else {
+            plan.hz
+        };
+        if rc.target_hz != sql_target {
+            rc = RateControl::new(sql_target);
+        }
+        if let Some(i) = info.as_mut() {
+            i.proc = sampler
+                .proc_source()
+                .zip(i.pid)
+                .map(|(src, pid)| (pid, src, sql_target));
+            if i.proc.is_some() && down_since.is_none() {
+                log(&format!(
+                    "{}: running threads from /proc at {} Hz, SQL counters at {sql_target} Hz",
+                    w.name, plan.hz
+                ));
+            }
+        }
         let Some(inf) = info.clone() else { continue };
         if let Some(t) = down_since.take() {
             m.reconnects.get_or_create(&label).inc();
@@ -554,78 +632,101 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
         backoff = 1.0;
         rc.reset();
         carry.last_t_ms = None;
+        carry.last_q = None;
         m.up.get_or_create(&label).set(1);
         let lost = loop {
             if sh.stop.load(Ordering::Relaxed) {
                 break None;
             }
-            let hz = rc.hz;
+            let hz = if sampler.has_proc() { plan.hz } else { rc.hz };
+            sampler.set_rates(hz, rc.hz);
             let n = ((ROUND_S * hz).round() as usize).max(1);
             let round_start_ms = sh.now_ms();
             let round_start = Instant::now();
             let mut notes = Vec::new();
             // Window ends just after the n-th slot's start, so the round takes n samples and
             // the next round starts on the next slot.
-            let rec = burst_sample(
+            let rec = sampler.sample(
                 &mut conn,
-                hz,
                 (n as f64 - 1.0) / hz + 1e-6,
                 &sh.stop,
                 &mut notes,
             );
+            let ticks = ticks(&rec);
             carry.cpu_ns += rec.sampler_cpu_ns;
-            carry.samples += rec.points.len() as u64;
+            carry.samples += ticks.len() as u64;
             m.sampler_cpu
                 .get_or_create(&label)
                 .inc_by(rec.sampler_cpu_ns as f64 / 1e9);
-            m.sample_rtt
-                .get_or_create(&label)
-                .set(rec.query_p50_us / 1e6);
+            if !rec.points.is_empty() {
+                m.sample_rtt
+                    .get_or_create(&label)
+                    .set(rec.query_p50_us / 1e6);
+                carry.rtt_us = rec.query_p50_us as f32;
+            }
             if w.target.is_local() {
                 host_signature(&mut carry, inf.pid);
             }
-            for (i, p) in rec.points.iter().enumerate() {
-                let t_ms = round_start_ms + p.t_ms;
-                let dt_s = carry.last_t_ms.map_or(0.0, |l| (t_ms - l) / 1e3);
-                if i == 0 {
-                    // The first sample of a round: the sampler counts Questions from here, so
-                    // the interval since the last round is estimated at the last rate.
-                    carry.questions += (carry.qps * dt_s).round() as u64;
-                } else {
-                    let dq = p.questions.saturating_sub(rec.points[i - 1].questions);
-                    carry.questions += dq;
-                    if dt_s > 0.0 {
-                        carry.qps = dq as f64 / dt_s;
+            for (t_rel, pp, sp) in ticks {
+                let t_ms = round_start_ms + t_rel;
+                let held = sp.is_none();
+                if let Some(p) = sp {
+                    let dt_s = carry.last_t_ms.map_or(0.0, |l| (t_ms - l) / 1e3);
+                    match carry.last_q {
+                        Some(lq) => {
+                            let dq = p.questions.saturating_sub(lq);
+                            carry.questions += dq;
+                            if dt_s > 0.0 {
+                                carry.qps = dq as f64 / dt_s;
+                            }
+                        }
+                        // The first read on this connection: the interval since the last one
+                        // is estimated at the last rate.
+                        None => carry.questions += (carry.qps * dt_s).round() as u64,
                     }
+                    carry.last_q = Some(p.questions);
+                    carry.last_t_ms = Some(t_ms);
+                    carry.sql = p;
                 }
-                carry.last_t_ms = Some(t_ms);
+                let p = &carry.sql;
                 let s = Sample {
                     t_ms,
                     threads_running: p.threads_running.min(u32::MAX as u64) as u32,
                     threads_connected: p.threads_connected.min(u32::MAX as u64) as u32,
                     qps: carry.qps,
                     row_lock_waits: p.row_lock_waits.min(u32::MAX as u64) as u32,
-                    rtt_us: rec.query_p50_us as f32,
+                    rtt_us: carry.rtt_us,
                     questions: carry.questions,
                     host_busy_pct: carry.host_busy_pct,
                     server_cpu_pct: carry.server_cpu_pct,
+                    running: pp.map_or(NO_PROC, |c| c.running),
+                    threads: pp.map_or(0, |c| c.threads.min(u16::MAX as u32) as u16),
+                    held,
                 };
                 ring.push(s);
-                m.threads_running
-                    .get_or_create(&label)
-                    .observe(s.threads_running as f64);
-                if s.threads_running as f64 > inf.cores {
-                    if carry.burst_from.is_none() {
-                        carry.burst_from = Some(t_ms);
-                        m.bursts.get_or_create(&label).inc();
-                    }
-                } else if let Some(b) = carry.burst_from.take() {
-                    m.burst_duration
+                if s.running != NO_PROC {
+                    m.running.get_or_create(&label).observe(s.running as f64);
+                }
+                if !held {
+                    m.threads_running
                         .get_or_create(&label)
-                        .observe((t_ms - b) / 1e3);
+                        .observe(s.threads_running as f64);
+                    if s.threads_running as f64 > inf.cores {
+                        if carry.burst_from.is_none() {
+                            carry.burst_from = Some(t_ms);
+                            m.bursts.get_or_create(&label).inc();
+                        }
+                    } else if let Some(b) = carry.burst_from.take() {
+                        m.burst_duration
+                            .get_or_create(&label)
+                            .observe((t_ms - b) / 1e3);
+                    }
                 }
                 for ev in evals.iter_mut() {
                     let series = ev.trigger.series;
+                    if !s.has(series) {
+                        continue;
+                    }
                     let pt = Point {
                         t_ms,
                         value: s.get(series),
@@ -649,9 +750,12 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
                 }
             }
             let now = sh.now_ms();
-            let (achieved, gap) = ring.rate_and_gap(now, 10_000.0);
+            let (achieved, gap) = ring.rate_and_gap(now, 10_000.0, false);
             m.achieved_hz.get_or_create(&label).set(achieved);
             m.longest_gap.get_or_create(&label).set(gap / 1e3);
+            let (sql_hz, sql_gap) = ring.rate_and_gap(now, 10_000.0, true);
+            m.sql_hz.get_or_create(&label).set(sql_hz);
+            m.sql_longest_gap.get_or_create(&label).set(sql_gap / 1e3);
             if let Some(last) = ring.last() {
                 m.threads_connected
                     .get_or_create(&label)
@@ -667,7 +771,11 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
             m.threads_running_max
                 .get_or_create(&label)
                 .set(max10 as f64);
-            match rc.observe(rec.query_p50_us) {
+            match rc.observe(if rec.points.is_empty() {
+                f64::NAN
+            } else {
+                rec.query_p50_us
+            }) {
                 Some(Change::Lowered { hz, rtt_us, usual_us }) => log(&format!(
                     "{}: sample round trip {:.1} ms (usually {:.2} ms): the server looks saturated; lowering the rate to {hz} Hz",
                     w.name,

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! trigger  := series OP value [for DURATION] [cooldown DURATION]
-//! series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms
+//! series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
 //! OP       := > | >= | < | <=
 //! value    := NUMBER | NUMBER*cores | cores | NUMBER% of DURATION AGG
 //! AGG      := median | mean | min | max      (of the series over the DURATION before)
@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// The grammar, printed with every parse error.
 pub const GRAMMAR: &str = "\
 trigger  := series OP value [for DURATION] [cooldown DURATION]
-series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms
+series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
 OP       := > | >= | < | <=
 value    := NUMBER | NUMBER*cores | cores | NUMBER% of DURATION AGG
 AGG      := median | mean | min | max   (of the series over the DURATION before the sample)
@@ -41,15 +41,18 @@ pub enum Series {
     Qps,
     RowLockWaits,
     RttMs,
+    /// The server's threads in state R, counted from /proc (local servers).
+    Running,
 }
 
 impl Series {
-    pub const ALL: [(&'static str, Series); 5] = [
+    pub const ALL: [(&'static str, Series); 6] = [
         ("threads_running", Series::ThreadsRunning),
         ("threads_connected", Series::ThreadsConnected),
         ("qps", Series::Qps),
         ("row_lock_waits", Series::RowLockWaits),
         ("rtt_ms", Series::RttMs),
+        ("running", Series::Running),
     ];
     pub fn name(self) -> &'static str {
         Self::ALL
