@@ -225,7 +225,7 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
 /// samples where they differ, and the mean of (first - second).
 fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
     use spinscope::server::proc_threads::{Gate, ProcThreads, DEFAULT_GATE};
-    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct");
+    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct\thost_idle_pct");
     for round in 0..rounds {
         for (name, gate) in [("every", Gate::Every), ("gated", DEFAULT_GATE)] {
             let mut a = ProcThreads::open(pid).expect("server /proc");
@@ -252,13 +252,15 @@ fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
                 diff += i64::from(x.running) - i64::from(y.running);
             }
             let nf = n.max(1) as f64;
+            let (taken, idle) = a.samples();
             println!(
-                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}",
+                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}\t{:.1}",
                 sa as f64 / nf,
                 sb as f64 / nf,
                 differ as f64 / nf * 100.0,
                 diff as f64 / nf,
-                lower as f64 / nf * 100.0
+                lower as f64 / nf * 100.0,
+                idle as f64 / taken.max(1) as f64 * 100.0
             );
         }
     }

@@ -138,6 +138,8 @@ pub struct ProcThreads {
     samples: u64,
     /// `/proc/loadavg`, whose fourth field starts with the host's runnable tasks.
     loadavg: Option<File>,
+    /// Samples that `/proc/loadavg` answered alone (nothing else runnable on the host).
+    host_idle_samples: u64,
 }
 
 /// One sample.
@@ -179,6 +181,7 @@ impl ProcThreads {
             gate: Gate::Every,
             samples: 0,
             loadavg: File::open("/proc/loadavg").ok(),
+            host_idle_samples: 0,
         };
         p.count()?;
         Some(p)
@@ -213,6 +216,11 @@ impl ProcThreads {
 
     pub fn gate(&self) -> Gate {
         self.gate
+    }
+
+    /// (samples taken, samples that `/proc/loadavg` answered alone).
+    pub fn samples(&self) -> (u64, u64) {
+        (self.samples, self.host_idle_samples)
     }
 
     /// List the task directory again and keep the open files of threads still there.
@@ -276,6 +284,7 @@ impl ProcThreads {
                 .and_then(parse_loadavg_running)
                 .is_some_and(|r| r <= 1);
         if host_idle {
+            self.host_idle_samples += 1;
             for t in self
                 .tasks
                 .iter_mut()
@@ -291,9 +300,13 @@ impl ProcThreads {
             if Some(t.tid) == self.exclude {
                 continue;
             }
-            // Has it been on a CPU since the last sample? (A failed read: ask `stat`.)
+            // Has it been on a CPU since the last sample? (A failed read: ask `stat`.) Not
+            // asked of a thread that was R: its `stat` is read anyway, and its `schedstat`
+            // is compared again from its next read on.
             let mut ran = true;
-            if gated {
+            if gated && t.running {
+                t.sched_len = 0;
+            } else if gated {
                 if let Some(b) = t.sched.as_ref().and_then(|f| reread(f, &mut buf)) {
                     let n = b.len().min(64);
                     ran = t.sched_last[..t.sched_len as usize] != b[..n];

@@ -12,7 +12,7 @@ use super::capture::{self, CaptureDoc, LogLine, CAPTURE_SCHEMA};
 use super::metrics::{CaptureLabel, ServerLabel};
 use super::rate::{Change, RateControl};
 use super::ring::{to_burst_record, Ring, Sample, NO_PROC};
-use super::trigger::{Evaluator, Fired, Point};
+use super::trigger::{Evaluator, Fired, Point, Series};
 use super::{log, utc, Shared, Watched};
 use crate::server::collect::{collect, BurstPlan, BurstSampler, CollectOpts};
 use crate::server::conn::{connect_target, Target};
@@ -530,6 +530,8 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
     let mut down_since: Option<Instant> = None;
     let mut last_err = String::new();
     let mut pending: Option<Pending> = None;
+    let mut warned_running = false;
+    let mut said_proc = false;
     let mut carry = Carry {
         host_busy_pct: f32::NAN,
         server_cpu_pct: f32::NAN,
@@ -606,12 +608,22 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
         if rc.target_hz != sql_target {
             rc = RateControl::new(sql_target);
         }
+        if !sampler.has_proc() && !warned_running {
+            warned_running = true;
+            for t in plan.triggers.iter().filter(|t| t.series == Series::Running) {
+                log(&format!(
+                    "{}: trigger '{}' reads 'running', counted from /proc on a local server only: it will not fire here",
+                    w.name, t.text
+                ));
+            }
+        }
         if let Some(i) = info.as_mut() {
             i.proc = sampler
                 .proc_source()
                 .zip(i.pid)
                 .map(|(src, pid)| (pid, src, sql_target));
-            if i.proc.is_some() && down_since.is_none() {
+            if i.proc.is_some() && !said_proc {
+                said_proc = true;
                 log(&format!(
                     "{}: running threads from /proc at {} Hz, SQL counters at {sql_target} Hz",
                     w.name, plan.hz
