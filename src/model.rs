@@ -1,5 +1,5 @@
 //! Plain data shared by the engines and the documents: what a sweep variant sets and what
-//! the settings guard changed. Pure types only, so `report::sweep` (the document) and
+//! the settings guard changed. Pure types only, so `sweep::doc` (the document) and
 //! `load` (which applies them) both depend on this module rather than on each other.
 
 use serde::{Deserialize, Serialize};

@@ -448,12 +448,7 @@ impl crate::sweep::Observer for Sweep {
             s.at(&sweep_point(at));
         }
     }
-    fn step_done(
-        &mut self,
-        at: crate::sweep::Point,
-        step: &crate::report::sweep::StepDoc,
-        wall: Duration,
-    ) {
+    fn step_done(&mut self, at: crate::sweep::Point, step: &crate::sweep::StepDoc, wall: Duration) {
         self.say(|| crate::sweep::StderrLog.step_done(at, step, wall));
         if let Some(s) = &mut self.steps {
             s.step(at.k as u64, &sweep_point(at));

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use mysql::prelude::Queryable;
 
+use super::doc::{self as doc_mod, ServerInfo, SweepConfig, SweepDoc};
 use super::observe::{Observer, Point};
 use super::plan::SweepPlan;
 use super::step::{measure_step, Bench, StepSpec};
@@ -18,7 +19,6 @@ use crate::load::driver::{ServerProbe, StepConfig};
 use crate::load::guard::SettingsGuard;
 use crate::load::workload::{check_custom, Kind, Mix, Workload};
 use crate::load::{self, schema};
-use crate::report::sweep::{self as doc_mod, ServerInfo, SweepConfig, SweepDoc};
 
 /// A finished sweep: the document (complete, stopped early, or interrupted; its settings
 /// restored) and the error that ended it early, if one did. The document was saved to the
@@ -150,7 +150,7 @@ fn save(doc: &mut SweepDoc, plan: &SweepPlan) -> Result<()> {
         crate::files::write_atomic(p, text.as_bytes(), "--save", true)?;
     }
     if let Some(p) = &plan.outputs.csv {
-        crate::files::write_atomic(p, doc_mod::csv(doc).as_bytes(), "--csv", true)?;
+        crate::files::write_atomic(p, crate::report::sweep::csv(doc).as_bytes(), "--csv", true)?;
     }
     Ok(())
 }

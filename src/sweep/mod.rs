@@ -9,8 +9,10 @@
 //! - [`observe`]: the [`Observer`] trait progress is reported through; [`StderrLog`] prints the
 //!   classic `spinscope: ...` lines, [`Quiet`] nothing.
 //!
-//! The document type and its pure analysis and rendering are `report::sweep`.
+//! - [`doc`]: the `spinscope.sweep/1` document and its pure analysis (`analyze`); the table and
+//!   CSV are `report::sweep`, the charts and HTML `report::sweep_html`.
 
+pub mod doc;
 pub mod engine;
 pub mod observe;
 pub mod plan;
@@ -22,7 +24,7 @@ use crate::error::Error;
 use crate::load::{self, Connector};
 use crate::server::conn::{self as server_conn, Target};
 
-pub use crate::report::sweep::{StepDoc, SweepDoc};
+pub use doc::{StepDoc, SweepDoc};
 pub use engine::{run, SweepRun};
 pub use observe::{Observer, Point, Quiet, StderrLog};
 pub use plan::{secs, Outputs, SweepPlan};

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
+use super::doc::StepDoc;
 use crate::load::spec::Setting;
-use crate::report::sweep::StepDoc;
 
 /// Where a step sits in the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

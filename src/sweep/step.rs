@@ -8,6 +8,7 @@ use std::time::Instant;
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 
+use super::doc::{HistogramDoc, Latency, OpenLoop, StepDoc, StmtStats, HIST_ENCODING};
 use super::observe::Observer;
 use crate::analysis::knee::little_check;
 use crate::analysis::validity::{invalid_reason, StepHealth};
@@ -17,7 +18,6 @@ use crate::load::guard::SettingsGuard;
 use crate::load::spec::{Setting, Variant};
 use crate::load::workload::Workload;
 use crate::load::Connector;
-use crate::report::sweep::{HistogramDoc, Latency, OpenLoop, StepDoc, StmtStats, HIST_ENCODING};
 
 /// What every step of one run shares: the workload, the client connections, the settings
 /// guard (journal, restore), the admin probe for Uptime and settings, and the stop flag.
