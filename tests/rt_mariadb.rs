@@ -344,3 +344,109 @@ fn doctor_rt_puts_response_times_beside_threads_running() {
     eprintln!("without CAP_NET_RAW: {why}");
     assert!(d.burst.is_some_and(|b| b.samples > 0));
 }
+
+/// `watch --trigger 'p99 > 5ms for 200ms'`: the rt series from packets fires on a burst of
+/// slow statements (SELECT SLEEP(0.05) from 4 clients over TCP), not while only the watch
+/// sampler's own session (left out of the capture) talks to the server; the capture records
+/// the series.
+#[test]
+fn watch_rt_trigger_fires_on_slow_answers() {
+    if mariadb::skip_reason("rt_mariadb", mariadb::available().err()).is_some() {
+        return;
+    }
+    let db = MariaDb::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("caps");
+    let err_path = dir.path().join("watch.err");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args([
+            "watch",
+            &format!("root@127.0.0.1:{}", db.port),
+            "--no-defaults",
+        ])
+        .args(["--out", out.to_str().unwrap(), "--profile-seconds", "0"])
+        .args(["--history", "5", "--after", "1", "--min-free-disk", "0"])
+        .args(["--trigger", "p99 > 5ms for 200ms"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let stderr = || std::fs::read_to_string(&err_path).unwrap_or_default();
+    let wait_for = |needle: &str, secs: u64| {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(secs) {
+            if stderr().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    };
+    assert!(wait_for("rt capturing port", 30), "{}", stderr());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !stderr().contains("fired"),
+        "fired while idle: {}",
+        stderr()
+    );
+    let t0 = Instant::now();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let mut c = tcp(&db);
+            std::thread::spawn(move || {
+                while t0.elapsed() < Duration::from_millis(1500) {
+                    let _: Option<i64> = c.query_first("SELECT SLEEP(0.05)").unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in clients {
+        h.join().unwrap();
+    }
+    let written = wait_for("capture written", 20);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    let err = stderr();
+    assert!(written, "{err}");
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(err.contains("trigger 'p99 > 5ms for 200ms' fired"), "{err}");
+    let cap = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a capture directory");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("capture.json")).unwrap()).unwrap();
+    let p99 = doc["peaks"]["rt_p99_ms"]
+        .as_f64()
+        .expect("rt peak in the capture");
+    assert!((45.0..500.0).contains(&p99), "peak rt p99 {p99} ms");
+    assert!(doc["trigger"]["value"].as_f64().unwrap() > 5.0);
+    let samples = doc["samples"].as_array().unwrap();
+    let before: Vec<_> = samples
+        .iter()
+        .filter(|s| s["t_ms"].as_f64().unwrap() < -300.0)
+        .collect();
+    assert!(
+        before.iter().any(|s| s.get("rt_p99_ms").is_none()),
+        "idle ticks carry no rt value"
+    );
+    let slow = samples
+        .iter()
+        .filter(|s| s["rt_p99_ms"].as_f64().is_some_and(|v| v >= 45.0))
+        .count();
+    assert!(slow >= 5, "{slow} samples with a slow rt p99");
+    let valued: Vec<String> = samples
+        .iter()
+        .filter_map(|s| Some(format!("{}:{:.1}", s["t_ms"], s["rt_p99_ms"].as_f64()?)))
+        .collect();
+    eprintln!(
+        "watch rt: fired, peak p99 {p99} ms, {slow} slow samples of {} with a value, {} samples; first: {:?}",
+        valued.len(),
+        samples.len(),
+        &valued[..valued.len().min(8)]
+    );
+}

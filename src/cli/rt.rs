@@ -138,6 +138,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
             top: a.top,
         },
         exclude_client_ports: Vec::new(),
+        keep_intervals: true,
     };
     let stop = crate::interrupt::install()?;
     let tty = std::io::stdout().is_terminal() && !a.json;

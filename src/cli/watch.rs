@@ -18,9 +18,11 @@ Examples:
 Triggers (--trigger, repeatable; default 'threads_running > 2*cores for 50ms'):
   trigger  := series OP value [for DURATION] [cooldown DURATION]
   series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
+            | rt_p50_ms | rt_p95_ms | rt_p99_ms   (response time from packets; also p99, rt.p99)
   OP       := > | >= | < | <=
-  value    := NUMBER | NUMBER*cores | cores | NUMBER% of DURATION AGG   (AGG: median mean min max)
+  value    := NUMBER [us|ms|s] | NUMBER*cores | cores | NUMBER% of DURATION AGG   (AGG: median mean min max)
   DURATION := NUMBER ms | NUMBER s | NUMBER m
+  rt_* series: local server, root or CAP_NET_RAW; e.g. sudo spinscope watch root@127.0.0.1:3306 --trigger 'p99 > 5ms for 200ms'
 
 Series and their sources: threads_running, threads_connected, qps (from Questions) and
 row_lock_waits come from one SHOW GLOBAL STATUS, rtt_ms is its round trip: at --sql-hz (10) on a

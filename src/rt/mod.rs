@@ -39,6 +39,9 @@ pub struct RtPlan {
     /// Client ports left out in the kernel filter (the caller's own session: doctor's and
     /// watch's samplers would otherwise be timed with the server's clients).
     pub exclude_client_ports: Vec<u16>,
+    /// Keep every interval in the `RunReport` (false for a capture that runs for days:
+    /// `watch` reads them as they close).
+    pub keep_intervals: bool,
 }
 
 /// Totals of the protocol tracker over the run.
@@ -224,7 +227,9 @@ fn run_open(
             if cut > win.start_ns() {
                 let r = win.report(cut, "interval", delta);
                 on_interval(&r);
-                intervals.push(r);
+                if plan.keep_intervals {
+                    intervals.push(r);
+                }
                 total.absorb(&win);
             }
             // The next window starts at the boundary; after a long gap (a file), at `now`.

@@ -112,6 +112,7 @@ pub fn start(
             top: 0,
         },
         exclude_client_ports: own.into_iter().collect(),
+        keep_intervals: true,
     };
     let intervals: Arc<Mutex<Vec<IntervalReport>>> = Arc::default();
     let sink = intervals.clone();

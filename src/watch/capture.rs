@@ -31,6 +31,9 @@ pub struct Peaks {
     /// The server's threads in state R from /proc (local servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<u32>,
+    /// Highest rt p99 (time to last byte) of a tick, when rt ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_p99_ms: Option<f64>,
 }
 
 pub fn peaks(v: &[Sample]) -> Peaks {
@@ -44,6 +47,9 @@ pub fn peaks(v: &[Sample]) -> Peaks {
         p.qps = p.qps.max(s.qps);
         p.row_lock_waits = p.row_lock_waits.max(s.row_lock_waits);
         p.rtt_ms = p.rtt_ms.max(s.rtt_us as f64 / 1e3);
+        if !s.rt_p99_ms.is_nan() {
+            p.rt_p99_ms = Some(p.rt_p99_ms.unwrap_or(0.0).max(s.rt_p99_ms as f64));
+        }
     }
     p
 }
@@ -68,6 +74,14 @@ pub struct CapturePoint {
     /// tick (local servers read them at `sql_hz`, below `hz`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
+    /// The server's response time percentiles of the tick from packets (rt triggers only;
+    /// absent when nothing was answered in the tick).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_p50_ms: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_p95_ms: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_p99_ms: Option<f32>,
 }
 
 /// `capture.json`.
@@ -125,6 +139,9 @@ pub fn points(v: &[Sample], fired_ms: f64) -> Vec<CapturePoint> {
             server_cpu_pct: opt(s.server_cpu_pct),
             running: (s.running != super::ring::NO_PROC).then_some(s.running),
             held: s.held,
+            rt_p50_ms: opt(s.rt_p50_ms),
+            rt_p95_ms: opt(s.rt_p95_ms),
+            rt_p99_ms: opt(s.rt_p99_ms),
         })
         .collect()
 }

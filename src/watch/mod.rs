@@ -4,12 +4,13 @@
 //! the seconds before it; [`metrics`] exports everything to Prometheus.
 //!
 //! Memory is bounded per server by the ring (see [`ring`]): `(history + after) * hz` samples
-//! of 48 bytes, plus one capture's copy while it is written; nothing grows with the run time.
+//! of 64 bytes, plus one capture's copy while it is written; nothing grows with the run time.
 
 pub mod capture;
 pub mod metrics;
 pub mod rate;
 pub mod ring;
+pub mod rt_feed;
 pub mod server;
 pub mod trigger;
 

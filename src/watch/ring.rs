@@ -2,7 +2,7 @@
 //! reads, the capture's record, the rate achieved and the longest gap). Pure.
 //!
 //! Memory bound: a ring holds at most `(history + after + 1) * hz` samples of
-//! `size_of::<Sample>()` (56) bytes: 30 s + 5 s + 1 s at 100 Hz is 3,600 samples, 201.6 KB per
+//! `size_of::<Sample>()` (72) bytes: 30 s + 5 s + 1 s at 100 Hz is 3,600 samples, 259.2 KB per
 //! server; a capture copies that once while it is written.
 //!
 //! On a local server a sample is taken at every tick of `--hz`: the /proc count (`running`)
@@ -40,6 +40,11 @@ pub struct Sample {
     pub threads: u16,
     /// The SQL fields repeat the last read (taken at an earlier tick).
     pub held: bool,
+    /// The server's response times (time to last byte, ms) from packets over the requests
+    /// answered in this sample's tick; NaN when nothing was answered or rt is not running.
+    pub rt_p50_ms: f32,
+    pub rt_p95_ms: f32,
+    pub rt_p99_ms: f32,
 }
 
 /// `Sample::running` when the /proc series does not run (remote server).
@@ -54,13 +59,18 @@ impl Sample {
             Series::RowLockWaits => self.row_lock_waits as f64,
             Series::RttMs => self.rtt_us as f64 / 1e3,
             Series::Running => self.running as f64,
+            Series::RtP50Ms => self.rt_p50_ms as f64,
+            Series::RtP95Ms => self.rt_p95_ms as f64,
+            Series::RtP99Ms => self.rt_p99_ms as f64,
         }
     }
 
-    /// Whether this sample measured `s` (not a held SQL value, not a missing /proc count).
+    /// Whether this sample measured `s` (not a held SQL value, not a missing /proc count; the
+    /// rt series are fresh every tick, NaN when nothing was answered: the evaluator reads that).
     pub fn has(&self, s: Series) -> bool {
         match s {
             Series::Running => self.running != NO_PROC,
+            Series::RtP50Ms | Series::RtP95Ms | Series::RtP99Ms => true,
             _ => !self.held,
         }
     }
@@ -222,6 +232,9 @@ mod tests {
             running: NO_PROC,
             threads: 0,
             held: false,
+            rt_p50_ms: f32::NAN,
+            rt_p95_ms: f32::NAN,
+            rt_p99_ms: f32::NAN,
         }
     }
 
@@ -241,8 +254,8 @@ mod tests {
     }
 
     #[test]
-    fn a_sample_is_56_bytes_as_the_memory_bound_says() {
-        assert_eq!(std::mem::size_of::<Sample>(), 56);
+    fn a_sample_is_72_bytes_as_the_memory_bound_says() {
+        assert_eq!(std::mem::size_of::<Sample>(), 72);
     }
 
     #[test]

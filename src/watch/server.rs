@@ -33,6 +33,8 @@ struct Info {
     version: String,
     /// The /proc series on this connection: (server pid, how it counts, the SQL counters' rate).
     proc: Option<(u32, String, f64)>,
+    /// The server's TCP port for the rt series, or why there is none.
+    port: Option<Result<u16, String>>,
 }
 
 fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
@@ -83,6 +85,7 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         host,
         version: facts.snap.version.clone(),
         proc: None,
+        port: Some(crate::server::rt_window::server_port(&facts.snap.variables)),
     })
 }
 
@@ -500,6 +503,59 @@ fn ticks(rec: &BurstRecord) -> Vec<(f64, Option<ProcPoint>, Option<BurstPoint>)>
     out
 }
 
+/// The rt capture for the rt_* series (local server, capture permitted), or None, said once.
+fn rt_feed(
+    w: &Watched,
+    inf: &Info,
+    conn: &mut mysql::Conn,
+    hz: f64,
+    said: &mut bool,
+) -> Option<super::rt_feed::RtFeed> {
+    let why = if !w.target.is_local() {
+        format!(
+            "rt_* triggers need the server's host: {} is not local, so they never fire; run watch on its host",
+            w.target.describe()
+        )
+    } else {
+        match inf
+            .port
+            .clone()
+            .unwrap_or(Err("its TCP port is unknown".into()))
+        {
+            Err(why) => format!("rt_* triggers never fire: {why}"),
+            Ok(port) => {
+                let own = if w.target.socket.is_none() {
+                    crate::server::rt_window::own_client_port(conn)
+                } else {
+                    None
+                };
+                match super::rt_feed::RtFeed::start(port, hz, own) {
+                    Ok(f) => {
+                        if !*said {
+                            log(&format!(
+                                "{}: rt capturing port {port} ({:.0} ms per tick{})",
+                                w.name,
+                                f.tick_ms,
+                                own.map_or(String::new(), |p| format!(
+                                    ", own session's client port {p} left out"
+                                ))
+                            ));
+                            *said = true;
+                        }
+                        return Some(f);
+                    }
+                    Err(e) => format!("rt_* triggers never fire: {e}"),
+                }
+            }
+        }
+    };
+    if !*said {
+        log(&format!("{}: {why}", w.name));
+        *said = true;
+    }
+    None
+}
+
 /// Watch one server until the stop flag; never returns an error (they are logged).
 pub fn watch_one(sh: &Shared, w: &Watched) {
     let plan = &sh.plan;
@@ -526,6 +582,8 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
     m.reconnects.get_or_create(&label).inc_by(0);
     m.bursts.get_or_create(&label).inc_by(0);
     let mut info: Option<Info> = None;
+    let wants_rt = plan.triggers.iter().any(|t| t.series.is_rt());
+    let mut rt_said = false;
     let mut backoff = 1.0f64;
     let mut down_since: Option<Instant> = None;
     let mut last_err = String::new();
@@ -646,6 +704,9 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
         carry.last_t_ms = None;
         carry.last_q = None;
         m.up.get_or_create(&label).set(1);
+        let rt = wants_rt
+            .then(|| rt_feed(w, &inf, &mut conn, plan.hz, &mut rt_said))
+            .flatten();
         let lost = loop {
             if sh.stop.load(Ordering::Relaxed) {
                 break None;
@@ -701,6 +762,9 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
                     carry.sql = p;
                 }
                 let p = &carry.sql;
+                let (rt_p50_ms, rt_p95_ms, rt_p99_ms) = rt
+                    .as_ref()
+                    .map_or((f32::NAN, f32::NAN, f32::NAN), |f| f.at(sh.unix_ms(t_ms)));
                 let s = Sample {
                     t_ms,
                     threads_running: p.threads_running.min(u32::MAX as u64) as u32,
@@ -714,6 +778,9 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
                     running: pp.map_or(NO_PROC, |c| c.running),
                     threads: pp.map_or(0, |c| c.threads.min(u16::MAX as u32) as u16),
                     held,
+                    rt_p50_ms,
+                    rt_p95_ms,
+                    rt_p99_ms,
                 };
                 ring.push(s);
                 if s.running != NO_PROC {

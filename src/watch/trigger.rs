@@ -3,11 +3,18 @@
 //! ```text
 //! trigger  := series OP value [for DURATION] [cooldown DURATION]
 //! series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
+//!           | rt_p50_ms | rt_p95_ms | rt_p99_ms       (also rt.p99, p99, ...)
 //! OP       := > | >= | < | <=
-//! value    := NUMBER | NUMBER*cores | cores | NUMBER% of DURATION AGG
+//! value    := NUMBER [us|ms|s] | NUMBER*cores | cores | NUMBER% of DURATION AGG
 //! AGG      := median | mean | min | max      (of the series over the DURATION before)
 //! DURATION := NUMBER ms | NUMBER s | NUMBER m
 //! ```
+//!
+//! The `rt_*` series are the server's response times (time to last byte) from packets, over
+//! the requests answered in each sample's tick (`crate::rt` on the server's host); a tick in
+//! which nothing was answered has no value: it neither holds nor breaks a condition, unless
+//! such ticks last over [`NO_VALUE_BREAK_MS`]. A unit after the number (`5ms`) is allowed for
+//! them only.
 //!
 //! `for` is how long the condition must hold without a break (default: one sample);
 //! `cooldown` is how long the trigger stays quiet after it fired (default: `--cooldown`).
@@ -22,12 +29,16 @@ use crate::error::{Error, Result};
 pub const GRAMMAR: &str = "\
 trigger  := series OP value [for DURATION] [cooldown DURATION]
 series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
+          | rt_p50_ms | rt_p95_ms | rt_p99_ms   (server response time from packets; also rt.p99, p99)
 OP       := > | >= | < | <=
-value    := NUMBER | NUMBER*cores | cores | NUMBER% of DURATION AGG
+value    := NUMBER [us|ms|s] | NUMBER*cores | cores | NUMBER% of DURATION AGG   (units: rt_* only)
 AGG      := median | mean | min | max   (of the series over the DURATION before the sample)
 DURATION := NUMBER ms | NUMBER s | NUMBER m
 examples: 'threads_running > 2*cores for 50ms'  'qps < 50% of 10s median for 1s'
-          'row_lock_waits >= 5 cooldown 10m'";
+          'row_lock_waits >= 5 cooldown 10m'  'rt_p99_ms > 5 for 200ms'  'p99 > 5ms for 200ms'";
+
+/// A run of ticks without a value (no request answered) longer than this breaks a hold.
+pub const NO_VALUE_BREAK_MS: f64 = 1000.0;
 
 /// The default trigger: a Threads_running pile-up above twice the cores for 50 ms, which a
 /// once-per-second monitor averages away.
@@ -43,17 +54,36 @@ pub enum Series {
     RttMs,
     /// The server's threads in state R, counted from /proc (local servers).
     Running,
+    RtP50Ms,
+    RtP95Ms,
+    RtP99Ms,
 }
 
 impl Series {
-    pub const ALL: [(&'static str, Series); 6] = [
+    pub const ALL: [(&'static str, Series); 9] = [
         ("threads_running", Series::ThreadsRunning),
         ("threads_connected", Series::ThreadsConnected),
         ("qps", Series::Qps),
         ("row_lock_waits", Series::RowLockWaits),
         ("rtt_ms", Series::RttMs),
         ("running", Series::Running),
+        ("rt_p50_ms", Series::RtP50Ms),
+        ("rt_p95_ms", Series::RtP95Ms),
+        ("rt_p99_ms", Series::RtP99Ms),
     ];
+    /// Other spellings of the rt series (the issue's `p99 > 5ms`).
+    const ALIASES: [(&'static str, Series); 6] = [
+        ("rt.p50", Series::RtP50Ms),
+        ("rt.p95", Series::RtP95Ms),
+        ("rt.p99", Series::RtP99Ms),
+        ("p50", Series::RtP50Ms),
+        ("p95", Series::RtP95Ms),
+        ("p99", Series::RtP99Ms),
+    ];
+    /// A response-time series: needs the rt capture on the server's host.
+    pub fn is_rt(self) -> bool {
+        matches!(self, Series::RtP50Ms | Series::RtP95Ms | Series::RtP99Ms)
+    }
     pub fn name(self) -> &'static str {
         Self::ALL
             .iter()
@@ -191,6 +221,7 @@ pub fn parse(text: &str) -> Result<Trigger> {
         None => return Err(bad(t, "empty trigger")),
         Some(s) => Series::ALL
             .iter()
+            .chain(Series::ALIASES.iter())
             .find(|(n, _)| n == s)
             .map(|(_, v)| *v)
             .ok_or_else(|| bad(t, &format!("unknown series {s:?}")))?,
@@ -245,6 +276,23 @@ pub fn parse(text: &str) -> Result<Trigger> {
                     window_ms,
                     agg,
                 }
+            }
+            Some(u @ ("us" | "ms" | "s")) => {
+                if !series.is_rt() {
+                    return Err(bad(
+                        t,
+                        &format!(
+                            "a unit ({u}) is for the rt_* series only; {} takes a plain number",
+                            series.name()
+                        ),
+                    ));
+                }
+                i += 1;
+                Value::Number(match u {
+                    "us" => n / 1e3,
+                    "s" => n * 1e3,
+                    _ => n,
+                })
             }
             _ => Value::Number(n),
         }
@@ -313,6 +361,8 @@ pub struct Evaluator {
     /// False until the condition was seen false after a firing.
     rearmed: bool,
     baseline: Option<(f64, f64)>,
+    /// Start of the current run of points without a value (NaN: nothing answered).
+    no_value_since: Option<f64>,
 }
 
 impl Evaluator {
@@ -324,6 +374,7 @@ impl Evaluator {
             last_fired: None,
             rearmed: true,
             baseline: None,
+            no_value_since: None,
         }
     }
 
@@ -350,7 +401,7 @@ impl Evaluator {
                 }
                 let from = now_ms - window_ms;
                 let mut v: Vec<f64> = history()
-                    .filter(|p| p.t_ms >= from && p.t_ms < now_ms)
+                    .filter(|p| p.t_ms >= from && p.t_ms < now_ms && !p.value.is_nan())
                     .map(|p| p.value)
                     .collect();
                 // Not enough history yet (less than half the window): no verdict.
@@ -369,6 +420,14 @@ impl Evaluator {
         cores: f64,
         history: impl FnOnce() -> Box<dyn Iterator<Item = Point> + 'a>,
     ) -> Option<Fired> {
+        if p.value.is_nan() {
+            let from = *self.no_value_since.get_or_insert(p.t_ms);
+            if p.t_ms - from > NO_VALUE_BREAK_MS {
+                self.since = None;
+            }
+            return None;
+        }
+        self.no_value_since = None;
         let th = self.threshold(p.t_ms, cores, history);
         let holds = th.is_some_and(|th| match self.trigger.op {
             Op::Gt => p.value > th,
@@ -436,6 +495,60 @@ mod tests {
             Value::Cores(1.0)
         );
         assert_eq!(parse(DEFAULT_TRIGGER).unwrap().for_ms, 50.0);
+    }
+
+    #[test]
+    fn rt_series_in_both_spellings_with_units() {
+        let t = parse("rt_p99_ms > 5 for 200ms").unwrap();
+        assert_eq!(
+            (t.series, t.value, t.for_ms),
+            (Series::RtP99Ms, Value::Number(5.0), 200.0)
+        );
+        let t = parse("p99 > 5ms for 200ms").unwrap();
+        assert_eq!(
+            (t.series, t.value, t.for_ms),
+            (Series::RtP99Ms, Value::Number(5.0), 200.0)
+        );
+        assert_eq!(parse("rt.p50 >= 800us").unwrap().value, Value::Number(0.8));
+        assert_eq!(parse("RT.P95 > 1.5s").unwrap().value, Value::Number(1500.0));
+        assert_eq!(parse("rt_p50_ms > 2").unwrap().series, Series::RtP50Ms);
+        assert!(Series::RtP95Ms.is_rt() && !Series::RttMs.is_rt());
+        let e = parse("qps > 5ms").unwrap_err().to_string();
+        assert!(e.contains("rt_* series only"), "{e}");
+    }
+
+    #[test]
+    fn ticks_without_an_answer_neither_hold_nor_break_until_a_second_passes() {
+        let mut ev = Evaluator::new(parse("rt_p99_ms > 5 for 200ms").unwrap(), 60_000.0);
+        let pt = |t: f64, v: f64| Point { t_ms: t, value: v };
+        // Slow answers every third 10 ms tick, nothing in between: fires at 200 ms held.
+        let mut fired = None;
+        for i in 0..40 {
+            let t = i as f64 * 10.0;
+            let v = if i % 3 == 0 { 50.0 } else { f64::NAN };
+            if let Some(f) = ev.step(pt(t, v), 2.0, none) {
+                fired = Some(f);
+                break;
+            }
+        }
+        let f = fired.expect("fired");
+        assert_eq!((f.since_ms, f.t_ms), (0.0, 210.0));
+        // A slow answer after more than a second without any starts a new hold.
+        let mut ev = Evaluator::new(parse("rt_p99_ms > 5 for 200ms").unwrap(), 60_000.0);
+        assert!(ev.step(pt(0.0, 50.0), 2.0, none).is_none());
+        for i in 1..=150 {
+            assert!(ev.step(pt(i as f64 * 10.0, f64::NAN), 2.0, none).is_none());
+        }
+        assert!(
+            ev.step(pt(1510.0, 50.0), 2.0, none).is_none(),
+            "the old hold survived the gap"
+        );
+        assert!(ev.step(pt(1720.0, 50.0), 2.0, none).is_some());
+        // A fast answer breaks the hold.
+        let mut ev = Evaluator::new(parse("p99 > 5ms for 200ms").unwrap(), 60_000.0);
+        assert!(ev.step(pt(0.0, 50.0), 2.0, none).is_none());
+        assert!(ev.step(pt(100.0, 1.0), 2.0, none).is_none());
+        assert!(ev.step(pt(210.0, 50.0), 2.0, none).is_none());
     }
 
     #[test]
