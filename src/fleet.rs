@@ -79,13 +79,14 @@ pub struct FleetDoc {
 }
 
 /// Diagnose every member with at most `parallel` at a time; rows keep the members' order.
-/// `progress` is called (from worker threads) with a line when a server is done.
+/// `progress` is called (from worker threads) with k (servers done) and a line saying which
+/// and how ("db2: warning").
 pub fn diagnose(
     members: &[Member],
     o: &CollectOpts,
     parallel: usize,
     stop: &AtomicBool,
-    progress: &(dyn Fn(&str) + Sync),
+    progress: &(dyn Fn(usize, &str) + Sync),
 ) -> FleetDoc {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -110,7 +111,7 @@ pub fn diagnose(
                         .to_string(),
                     _ => String::new(),
                 };
-                progress(&format!("[{k}/{}] {}: {what}", members.len(), m.name));
+                progress(k, &format!("{}: {what}", m.name));
                 if let Ok(mut r) = rows.lock() {
                     r[i] = Some(row);
                 }
@@ -404,8 +405,8 @@ mod tests {
             rt: false,
         };
         let lines = Mutex::new(Vec::new());
-        let d = diagnose(&members, &o, 2, &AtomicBool::new(false), &|l| {
-            lines.lock().unwrap().push(l.to_string())
+        let d = diagnose(&members, &o, 2, &AtomicBool::new(false), &|k, l| {
+            lines.lock().unwrap().push((k, l.to_string()))
         });
         assert_eq!(d.servers.len(), 3);
         assert_eq!(d.failed, 3);
@@ -417,6 +418,9 @@ mod tests {
             ["a", "b", "c"]
         );
         assert!(d.servers.iter().all(|r| r.error.is_some()));
-        assert_eq!(lines.lock().unwrap().len(), 3);
+        // Each server reported once, counted 1, 2, 3 in the order they finished.
+        let mut ks: Vec<usize> = lines.lock().unwrap().iter().map(|(k, _)| *k).collect();
+        ks.sort();
+        assert_eq!(ks, [1, 2, 3]);
     }
 }

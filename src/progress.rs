@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// Least seconds between two plain (non-terminal) progress lines.
 pub const PLAIN_EVERY_S: f64 = 10.0;
@@ -34,7 +34,7 @@ fn tty() -> bool {
     std::io::stderr().is_terminal()
 }
 
-/// A bar on stderr: "lab [=====>     ] 12/90 runs, 2s, ~11s left: POINT".
+/// A bar on stderr: "lab [=====>     ] 12/90 runs, 2 s, about 11 s left: POINT".
 /// The point is last and cut to the terminal's width, so the bar stays on one line (a line
 /// that wraps leaves a copy of itself behind at every redraw).
 fn bar(total: u64, label: &str, unit: &str, big: bool) -> ProgressBar {
@@ -46,9 +46,22 @@ fn bar(total: u64, label: &str, unit: &str, big: bool) -> ProgressBar {
     };
     b.set_style(
         ProgressStyle::with_template(&format!(
-            "{{prefix}} [{{bar:16}}] {pos}/{len} {unit}, {{elapsed}}, ~{{eta}} left: {{wide_msg}}"
+            "{{prefix}} [{{bar:16}}] {pos}/{len} {unit}, {{spent}}, {{left}}: {{wide_msg}}"
         ))
         .expect("a valid template")
+        .with_key(
+            "spent",
+            |st: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", human(st.elapsed().as_secs_f64()));
+            },
+        )
+        // Nothing done yet: the rate, and so the time left, is not known.
+        .with_key("left", |st: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = match st.pos() {
+                0 => write!(w, "time left not known yet"),
+                _ => write!(w, "about {} left", human(st.eta().as_secs_f64())),
+            };
+        })
         .progress_chars("=> "),
     );
     b.set_prefix(label.to_string());
@@ -368,6 +381,74 @@ fn tables_line(l: &crate::load::schema::Loading) -> String {
         }
     }
     s
+}
+
+/// Work over N servers (doctor over a fleet): the estimate first, then on a terminal a bar of
+/// servers done that ticks once a second with each server's result printed above it;
+/// elsewhere one line per server done with elapsed and remaining time. Callable from the
+/// worker threads.
+pub struct Servers {
+    label: String,
+    total: u64,
+    bar: Option<ProgressBar>,
+    started: Instant,
+}
+
+impl Servers {
+    /// `total` servers, `parallel` at a time, each expected to take `each_s` seconds.
+    pub fn new(label: &str, total: u64, parallel: u64, each_s: f64, what: &str) -> Servers {
+        let rounds = total.div_ceil(parallel.max(1));
+        let est = rounds as f64 * each_s;
+        eprintln!(
+            "spinscope {label}: {what}, about {} (Ctrl-C stops with what was measured)",
+            human(est)
+        );
+        let bar = tty().then(|| {
+            let b = bar(total, label, "servers", false);
+            b.enable_steady_tick(Duration::from_secs(1));
+            b
+        });
+        Servers {
+            label: label.to_string(),
+            total,
+            bar,
+            started: Instant::now(),
+        }
+    }
+
+    /// Server `done` of N finished; `line` says which and how ("db2: warning").
+    pub fn done(&self, done: u64, line: &str) {
+        match &self.bar {
+            Some(b) => {
+                b.suspend(|| eprintln!("spinscope {}: {line}", self.label));
+                b.set_position(done);
+                b.set_message(line.to_string());
+            }
+            None => {
+                let el = self.started.elapsed().as_secs_f64();
+                let left = el / done.max(1) as f64 * self.total.saturating_sub(done) as f64;
+                eprintln!(
+                    "spinscope {}: [{done}/{}] {line}; {} elapsed, about {} left",
+                    self.label,
+                    self.total,
+                    human(el),
+                    human(left)
+                );
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.finish();
+    }
 }
 
 /// The lab engine's observer: its runs as [`Steps`].

@@ -70,15 +70,23 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         rt: false,
     };
     let stop = crate::interrupt::install()?;
-    eprintln!(
-        "spinscope: diagnosing {} servers, {} at a time, {} s window each",
-        members.len(),
-        a.parallel.min(members.len()),
-        crate::report::fmt_num(a.window)
+    let at_once = a.parallel.min(members.len());
+    let shown = crate::progress::Servers::new(
+        "doctor",
+        members.len() as u64,
+        at_once as u64,
+        // The window plus about a second of collection (variables, status, INNODB STATUS).
+        a.window + 1.0,
+        &format!(
+            "diagnosing {} servers, {at_once} at a time, {} s window each",
+            members.len(),
+            crate::report::fmt_num(a.window)
+        ),
     );
-    let doc = diagnose(&members, &o, a.parallel, &stop, &|l| {
-        eprintln!("spinscope: {l}")
+    let doc = diagnose(&members, &o, a.parallel, &stop, &|k, l| {
+        shown.done(k as u64, l)
     });
+    shown.finish();
     if a.json {
         crate::report::print_json(&doc)?;
     } else {
