@@ -2,7 +2,8 @@
 # watch's own cost at 100 Hz: N watched "servers" (N connections to one throwaway MariaDB, named
 # s1..sN in an inventory), SECONDS long. Prints watch's CPU (whole process and per sampler), the
 # achieved rate and longest gap per server from /metrics, and the server process's CPU over the
-# run against the same span with nothing watching.
+# run against the same span with nothing watching. watch runs 5 s past the scrape, so /metrics
+# is still up when it is read.
 # usage: docs/bench/watch_cost.sh SOCKET [N=1] [SECONDS=30]
 set -euo pipefail
 sock=$1; n=${2:-1}; secs=${3:-30}
@@ -16,7 +17,7 @@ hz=$(getconf CLK_TCK)
 t0=$(ticks); sleep "$secs"; idle=$(( $(ticks) - t0 ))
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 "$bin" watch --inventory "$dir/fleet.txt" --no-defaults --out "$dir/caps" --profile-seconds 0 \
-  --trigger 'threads_running > 1000' --metrics-listen "127.0.0.1:$port" --duration $((secs + 3)) \
+  --trigger 'threads_running > 1000' --metrics-listen "127.0.0.1:$port" --duration $((secs + 8)) \
   2>"$dir/err" & wpid=$!
 sleep 3; t0=$(ticks); sleep "$secs"; busy=$(( $(ticks) - t0 ))
 m=$(curl -s "127.0.0.1:$port/metrics")
