@@ -69,6 +69,8 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
     pub captures: AtomicU64,
     pub skipped: AtomicU64,
+    /// Servers that have connected at least once (the start-up's "k of N servers up").
+    pub up_once: AtomicU64,
     /// Capture writers still running; joined before `run` returns.
     pub writers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     pub t0: Instant,
@@ -145,6 +147,7 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
         stop: Arc::clone(&stop),
         captures: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
+        up_once: AtomicU64::new(0),
         writers: Mutex::new(Vec::new()),
         t0: Instant::now(),
         t0_unix_ms: unix_ms_now(),

@@ -617,12 +617,15 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
         match learn(sh, w, info.as_ref()) {
             Ok(i) => {
                 if info.is_none() {
+                    let k = sh.up_once.fetch_add(1, Ordering::Relaxed) + 1;
                     log(&format!(
-                        "{}: connected ({}, {} cores{})",
+                        "{}: connected ({}, {} cores{}); {k} of {} servers sampling after {}",
                         w.name,
                         i.version,
                         i.cores,
-                        if w.target.is_local() { ", local" } else { "" }
+                        if w.target.is_local() { ", local" } else { "" },
+                        sh.plan.servers.len(),
+                        crate::progress::human(sh.t0.elapsed().as_secs_f64())
                     ));
                 }
                 info = Some(i);
