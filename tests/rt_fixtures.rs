@@ -39,3 +39,25 @@ fn plain_capture_gives_its_four_queries() {
     assert!(fps.contains(&("select nosuchcol from t.a", 1)), "{fps:?}");
     assert!(total.ttfb_us.p50_us > 0.0 && total.ttlb_us.max_us >= total.ttfb_us.max_us);
 }
+
+#[test]
+fn wrong_port_says_which_ports_the_file_holds() {
+    let out = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["rt", "--read", "tests/fixtures/rt/plain-queries.pcap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no TCP segment of port [3306]")
+            && err.contains("13306 (")
+            && err.contains("give --port 13306"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("--port")).count(),
+        1,
+        "{err}"
+    );
+}

@@ -180,6 +180,18 @@ pub fn run(a: RtArgs) -> Result<i32> {
         eprintln!("spinscope: rt run saved to {}", p.display());
     }
     let t = &report.tracker;
+    if let (Some(f), 0) = (&a.read, t.segments) {
+        let seen = crate::rt::capture::tcp_ports_in_file(f, 5);
+        if let Some((top, _)) = seen.first() {
+            let list: Vec<String> = seen.iter().map(|(p, n)| format!("{p} ({n})")).collect();
+            eprintln!(
+                "spinscope: {}: no TCP segment of port {:?}; its TCP ports (segments) are {}: give --port {top} if that is the server",
+                f.display(),
+                a.ports,
+                list.join(", ")
+            );
+        }
+    }
     eprintln!(
         "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted), {} resyncs",
         if a.read.is_some() { "read" } else { "captured" },

@@ -233,6 +233,35 @@ fn open_error(name: &str, e: pcap::Error) -> Error {
     }
 }
 
+/// The TCP ports of a pcap file's segments, the most frequent first (up to `max`), read with
+/// no filter: what `--read` says when no segment matched `--port`.
+pub fn tcp_ports_in_file(path: &Path, max: usize) -> Vec<(u16, u64)> {
+    let Ok(mut cap) = Capture::from_file(path) else {
+        return Vec::new();
+    };
+    let linktype = cap.get_datalink();
+    let mut counts: std::collections::HashMap<u16, u64> = std::collections::HashMap::new();
+    while let Ok(p) = cap.next_packet() {
+        // Decoding with both ports "wanted" yields the segment whatever its ports are.
+        let Some(t) = tcp_ports(linktype, p.data) else {
+            continue;
+        };
+        *counts.entry(t.0).or_default() += 1;
+        if t.1 != t.0 {
+            *counts.entry(t.1).or_default() += 1;
+        }
+    }
+    let mut v: Vec<(u16, u64)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(max);
+    v
+}
+
+fn tcp_ports(linktype: Linktype, data: &[u8]) -> Option<(u16, u16)> {
+    let s = decode(linktype, data, 0, 0, &[])?;
+    Some((s.key.client.port(), s.key.server.port()))
+}
+
 /// Bad input when the interface does not exist.
 fn check_interface(name: &str) -> Result<()> {
     if name == "any" || Path::new("/sys/class/net").join(name).exists() {
@@ -355,7 +384,8 @@ pub fn decode<'a>(
         return None;
     };
     let (sp, dp) = (tcp.source_port(), tcp.destination_port());
-    let dir = if ports.contains(&dp) {
+    // No ports: any segment, as sent to the server (`tcp_ports_in_file`).
+    let dir = if ports.is_empty() || ports.contains(&dp) {
         Dir::ToServer
     } else if ports.contains(&sp) {
         Dir::ToClient
