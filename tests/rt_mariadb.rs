@@ -450,3 +450,94 @@ fn watch_rt_trigger_fires_on_slow_answers() {
         &valued[..valued.len().min(8)]
     );
 }
+
+/// During a real `spinscope sweep run` over TCP (point-select, 4 clients, no warm-up, 2 s):
+/// rt's count of the workload's statements matches the sweep's queries within 2%, and rt's
+/// p50 is at most the sweep's client-side p50 and not far below it on loopback.
+#[test]
+fn rt_matches_a_sweep_run() {
+    if mariadb::skip_reason("rt_mariadb", mariadb::available().err()).is_some() {
+        return;
+    }
+    let db = MariaDb::start(&[]);
+    let state = db.dir().join("state");
+    let sweep = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+            .arg("sweep")
+            .args(args)
+            .args([
+                "--no-defaults",
+                "-u",
+                "root",
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &db.port.to_string(),
+            ])
+            .env("XDG_STATE_HOME", &state)
+            .env_remove("MYSQL_PWD")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    sweep(&["prepare", "--tables", "1", "--table-size", "1000"]);
+    let plan = spinscope::rt::RtPlan {
+        source: spinscope::rt::capture::Source::Live {
+            interface: Some("lo".into()),
+            snaplen: 65535,
+            buffer_bytes: 32 << 20,
+        },
+        ports: vec![db.port],
+        interval_ns: 1_000_000_000,
+        duration_ns: None,
+        breakdown: spinscope::rt::stats::Breakdown {
+            by_command: true,
+            top: 0,
+        },
+        exclude_client_ports: vec![],
+        keep_intervals: true,
+    };
+    let bg = spinscope::rt::Background::start(plan, Box::new(|_| {})).expect("capture (root)");
+    let out = sweep(&[
+        "run",
+        "--workload",
+        "point-select",
+        "--threads",
+        "4",
+        "--warmup",
+        "0s",
+        "--duration",
+        "2s",
+        "--json",
+    ]);
+    let run = bg.finish().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out).expect("spinscope.sweep/1");
+    let step = &doc["steps"][0];
+    let queries = step["queries"].as_u64().unwrap();
+    let client_p50_us = step["latency_us"]["p50"].as_f64().unwrap();
+    // The workload's statements: the command rt saw most (the sweep's control queries are few).
+    let g = run
+        .total
+        .by_command
+        .iter()
+        .max_by_key(|g| g.requests)
+        .expect("rt saw requests");
+    eprintln!(
+        "sweep: {queries} queries, client p50 {client_p50_us} us; rt: {} {} requests, p50 {} us",
+        g.key, g.requests, g.ttlb_us.p50_us
+    );
+    assert!(queries > 1000, "{queries}");
+    assert!(
+        (g.requests as f64 - queries as f64).abs() <= 0.02 * queries as f64,
+        "rt counted {} {} of the sweep's {queries}",
+        g.requests,
+        g.key
+    );
+    assert!(
+        g.ttlb_us.p50_us <= client_p50_us && g.ttlb_us.p50_us >= 0.2 * client_p50_us,
+        "rt p50 {} us vs the sweep's {client_p50_us} us",
+        g.ttlb_us.p50_us
+    );
+    assert!(run.total.valid);
+}
