@@ -39,6 +39,7 @@ fn tty() -> bool {
 /// that wraps leaves a copy of itself behind at every redraw).
 fn bar(total: u64, label: &str, unit: &str, big: bool) -> ProgressBar {
     let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let timed = unit == "s";
     let (pos, len) = if big {
         ("{human_pos}", "{human_len}")
     } else {
@@ -55,13 +56,18 @@ fn bar(total: u64, label: &str, unit: &str, big: bool) -> ProgressBar {
                 let _ = write!(w, "{}", human(st.elapsed().as_secs_f64()));
             },
         )
-        // Nothing done yet: the rate, and so the time left, is not known.
-        .with_key("left", |st: &ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = match st.pos() {
-                0 => write!(w, "time left not known yet"),
-                _ => write!(w, "about {} left", human(st.eta().as_secs_f64())),
-            };
-        })
+        // A timed period (unit "s") knows what is left; steps before the first is done do not.
+        .with_key(
+            "left",
+            move |st: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let left = st.len().unwrap_or(0).saturating_sub(st.pos());
+                let _ = match st.pos() {
+                    _ if timed => write!(w, "about {} left", human(left as f64)),
+                    0 => write!(w, "time left not known yet"),
+                    _ => write!(w, "about {} left", human(st.eta().as_secs_f64())),
+                };
+            },
+        )
         .progress_chars("=> "),
     );
     b.set_prefix(label.to_string());
