@@ -248,14 +248,20 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
             // A deadlock or lock wait timeout rolls the transaction back and runs it again, as
             // sysbench does (its default --mysql-ignore-errors); the retry is counted and its
             // time stays in the transaction's latency.
+            // A retryable error that arrives once the step is over (or stopped) only means the
+            // transaction was cut off by the end, like one that finishes after it: not counted.
             let mut outcome = wl.run_txn(c, p, &mut rng);
+            let mut cut_off = false;
             while let Err(e) = &outcome {
                 let code = describe_error(e).0;
-                if !code.is_some_and(|c| RETRY_CODES.contains(&c))
-                    || Instant::now() >= end
-                    || stopped(x.stop)
-                    || c.query_drop("ROLLBACK").is_err()
-                {
+                if !code.is_some_and(|c| RETRY_CODES.contains(&c)) {
+                    break;
+                }
+                if Instant::now() >= end || stopped(x.stop) {
+                    cut_off = true;
+                    break;
+                }
+                if c.query_drop("ROLLBACK").is_err() {
                     break;
                 }
                 if Instant::now() >= measure_from {
@@ -279,6 +285,9 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
                         r.windows[w.min(x.n_windows - 1)] += 1;
                         mine.measured_txns.fetch_add(1, Ordering::Relaxed);
                     }
+                }
+                Err(_) if cut_off => {
+                    let _ = c.query_drop("ROLLBACK");
                 }
                 Err(e) => {
                     mine.errors.fetch_add(1, Ordering::Relaxed);
