@@ -89,15 +89,15 @@ pub fn filter_for(ports: &[u16], exclude: &[u16]) -> String {
         .map(|p| format!("tcp port {p}"))
         .collect::<Vec<_>>()
         .join(" or ");
-    if exclude.is_empty() {
-        return any;
-    }
+    // Pure ACKs (no payload, no SYN/FIN/RST) carry nothing the state machine reads: the
+    // kernel drops them (IPv4; IPv6 segments all pass).
+    let data = "(tcp[tcpflags] & (tcp-syn|tcp-fin|tcp-rst) != 0 or ip6 or \
+                (ip[2:2] - ((ip[0] & 0xf) << 2) - ((tcp[12] & 0xf0) >> 2)) != 0)";
     let not = exclude
         .iter()
-        .map(|p| format!("not tcp port {p}"))
-        .collect::<Vec<_>>()
-        .join(" and ");
-    format!("({any}) and {not}")
+        .map(|p| format!(" and not tcp port {p}"))
+        .collect::<String>();
+    format!("({any}) and {data}{not}")
 }
 
 impl Packets {
