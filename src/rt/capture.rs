@@ -150,7 +150,11 @@ impl Packets {
                     // Non-blocking with our own poll: libpcap's read timeout does not expire
                     // while no packet arrives, and intervals must close on time.
                     let c = c.setnonblock().map_err(|e| open_error(&name, e))?;
-                    fd = Some(std::os::fd::AsRawFd::as_raw_fd(&c));
+                    let raw = std::os::fd::AsRawFd::as_raw_fd(&c);
+                    if name == "lo" {
+                        ignore_outgoing(raw);
+                    }
+                    fd = Some(raw);
                     (c.into(), name, true, nanos)
                 }
             };
@@ -220,6 +224,28 @@ impl Packets {
             Err(_) => CaptureCounts::default(),
         }
     }
+}
+
+/// On `lo` the kernel hands a packet socket every segment twice, once as sent and once as
+/// received; libpcap keeps only the received copy, but the kernel has already run the filter
+/// on the sent one and copied it into the ring. `PACKET_IGNORE_OUTGOING` (Linux 4.20+) makes
+/// the kernel skip the sent copies, so the capture does half the work and its received count
+/// is one per segment. Only for `lo`: elsewhere the sent copies are the server's answers. An
+/// older kernel refuses the option and libpcap's own dedup stays in charge: nothing is lost.
+fn ignore_outgoing(fd: std::os::fd::RawFd) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt on a descriptor libpcap owns and keeps open, with a c_int value of
+    // the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
 }
 
 fn open_error(name: &str, e: pcap::Error) -> Error {
