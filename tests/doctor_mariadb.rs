@@ -541,6 +541,16 @@ fn tls_modes_against_a_server_with_a_certificate() {
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // `-h localhost -P port` is TCP, and VERIFY_IDENTITY checks the name as given: localhost.
+    let n = accepts();
+    let out = tcp("VERIFY_IDENTITY", &p("ca.pem"), "localhost");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "-h localhost: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(accepts() > n, "-h localhost: no TLS handshake counted");
     // The same key with 127.0.0.1 in the certificate (reloaded by FLUSH SSL): now it connects.
     std::fs::copy(p("server-cert-ip.pem"), p("server-cert.pem")).unwrap();
     db.sql("FLUSH SSL");

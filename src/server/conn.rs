@@ -656,7 +656,14 @@ pub fn resolve_env(
     }
     Ok(Target {
         host: match host {
-            Some(h) if h == "localhost" && socket.is_none() => "127.0.0.1".to_string(),
+            // TCP to "localhost" goes to 127.0.0.1 (not a resolver's ::1 first), except where
+            // the name is checked: VERIFY_IDENTITY matches the certificate against the host
+            // as given, as the mysql client does.
+            Some(h)
+                if h == "localhost" && socket.is_none() && ssl_mode != SslMode::VerifyIdentity =>
+            {
+                "127.0.0.1".to_string()
+            }
             Some(h) => h,
             None => "127.0.0.1".to_string(),
         },
@@ -981,6 +988,28 @@ mod tests {
         let t = resolve_with(&a, None, &no_prompt).unwrap();
         assert_eq!(t.socket, None);
         assert!(!t.is_local());
+    }
+
+    #[test]
+    fn tcp_localhost_is_127_0_0_1_unless_its_name_is_verified() {
+        let ca = tempfile::NamedTempFile::new().unwrap();
+        let mut a = args();
+        a.host = Some("localhost".into());
+        a.port = Some(3307);
+        assert_eq!(
+            resolve_with(&a, None, &no_prompt).unwrap().host,
+            "127.0.0.1"
+        );
+        a.ssl_ca = Some(ca.path().to_path_buf());
+        a.ssl_mode = Some(SslMode::VerifyCa);
+        assert_eq!(
+            resolve_with(&a, None, &no_prompt).unwrap().host,
+            "127.0.0.1"
+        );
+        a.ssl_mode = Some(SslMode::VerifyIdentity);
+        let t = resolve_with(&a, None, &no_prompt).unwrap();
+        assert_eq!((t.host.as_str(), t.socket.as_deref()), ("localhost", None));
+        assert!(t.is_local());
     }
 
     #[test]
