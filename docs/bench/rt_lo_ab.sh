@@ -2,7 +2,7 @@
 # rt on `lo`: two builds interleaved while `sweep run` drives point selects over loopback TCP
 # against a throwaway MariaDB. Prints one line per run:
 #   build pair rt_requests rate_per_s packets_received packets_per_request dropped rt_cpu_s wall_s cpu_pct load1
-# Usage: docs/bench/rt_lo_ab.sh BEFORE_BINARY AFTER_BINARY [PAIRS] [SECONDS]   (as root)
+# Usage: [INTERVAL=1s] docs/bench/rt_lo_ab.sh BEFORE_BINARY AFTER_BINARY [PAIRS] [SECONDS]   (as root)
 set -euo pipefail
 A=$1; B=$2; PAIRS=${3:-3}; SECS=${4:-4}
 D=$(mktemp -d /tmp/spinscope-rtab.XXXX); PORT=13377
@@ -16,7 +16,7 @@ C=(--no-defaults -u root -h 127.0.0.1 -P $PORT)
 for p in $(seq "$PAIRS"); do
   for pair in "before=$A" "after=$B"; do
     name=${pair%%=*}; bin=${pair#*=}
-    /usr/bin/time -f '%U %S %e' -o "$D/t" "$bin" rt --port $PORT --interface lo --interval 1s \
+    /usr/bin/time -f '%U %S %e' -o "$D/t" "$bin" rt --port $PORT --interface lo --interval "${INTERVAL:-1s}" \
       --duration "${SECS}s" --json > "$D/rt.jsonl" 2>/dev/null &
     rt=$!
     sleep 0.3

@@ -187,8 +187,8 @@ fn run_open(
                 now = now.max(s.ts_ns);
                 if start.is_none() {
                     start = Some(s.ts_ns);
-                    win = Window::new(s.ts_ns, plan.breakdown);
-                    total = Window::new(s.ts_ns, plan.breakdown);
+                    win.restart(s.ts_ns);
+                    total.restart(s.ts_ns);
                 }
                 tracker.segment(&s, &mut events);
                 false
@@ -238,7 +238,7 @@ fn run_open(
             } else {
                 cut
             };
-            win = Window::new(next, plan.breakdown);
+            win.restart(next);
             if over || ended {
                 break;
             }
