@@ -6,9 +6,9 @@ use crate::analysis::knee::parse_sla;
 use crate::cli::units;
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::files::OutputDir;
-use crate::load::schema;
 use crate::load::spec::{parse_ladder, parse_variants};
 use crate::load::workload::{parse_sql_file, Kind};
+use crate::load::{schema, ClientKind};
 use crate::report::sweep::{self as doc_mod, SweepDoc};
 use crate::report::sweep_html;
 use crate::server::conn::{self as server_conn, ConnArgs};
@@ -163,6 +163,12 @@ pub struct RunArgs {
     /// Seed of the clients' random numbers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Load client: events (a few threads, each multiplexing its connections) or threads.
+    #[arg(long, value_enum, default_value_t)]
+    pub client: ClientKind,
+    /// Worker threads of the events client (0: one per CPU).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub client_workers: u32,
 }
 
 /// `sweep run --help` epilogue: what the table's columns and ratios mean.
@@ -232,6 +238,7 @@ fn plan(a: &RunArgs) -> Result<SweepPlan> {
     p.point_selects = a.point_selects;
     p.range_size = a.range_size;
     p.seed = a.seed;
+    (p.client, p.client_workers) = (a.client, a.client_workers);
     p.warmup = secs("--warmup", a.warmup, 0.0, 3600.0)?;
     p.duration = secs("--duration", a.duration, 0.2, 86_400.0)?;
     p.report_interval = match a.report_interval {
@@ -252,15 +259,11 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.html {
         crate::files::check_output(p, "--html")?;
     }
-    let charts = match &a.charts {
-        Some(d) => Some(OutputDir::open(
-            d,
-            vec![THROUGHPUT.into(), P99.into()],
-            "--charts",
-            true,
-        )?),
-        None => None,
-    };
+    let names = || vec![THROUGHPUT.into(), P99.into()];
+    let charts = a.charts.as_ref();
+    let charts = charts
+        .map(|d| OutputDir::open(d, names(), "--charts", true))
+        .transpose()?;
     let conns = Connectors::for_target(&server_conn::resolve(&a.conn)?, &plan.schema);
     let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
     write_outputs(&done.doc, &a, charts.as_ref())?;

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -29,8 +29,9 @@ use mysql::prelude::Queryable;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use super::wire::{events, WireConn};
 use super::workload::Workload;
-use super::{describe_error, is_connection_error, stopped, Connector};
+use super::{describe_error, is_connection_error, stopped, Client, Connector, WireConnector};
 use crate::error::{Error, Result};
 
 /// Highest latency the histogram tracks: one hour in microseconds (larger values saturate).
@@ -87,6 +88,8 @@ pub struct StepConfig {
     /// Prefix of progress lines, e.g. "threads 8 d4 #1".
     pub label: String,
     pub seed: u64,
+    /// The load client (threads unless a caller asks for the event client).
+    pub client: Client,
 }
 
 /// What one step measured.
@@ -120,20 +123,24 @@ pub struct StepOutcome {
     pub schedule_lag_s: f64,
     /// First error message seen (for the report), without credentials.
     pub first_error: Option<String>,
+    /// Prepared-statement executions the clients sent during the whole step (warm-up,
+    /// retries and transactions cut off by the end included): what the server's
+    /// `Com_stmt_execute` counts.
+    pub executes: u64,
 }
 
 /// Progress counters of one client, on its own cache line: each client writes only its own,
 /// so counting costs no cache-line bouncing between clients; the watcher sums them.
 #[derive(Default)]
-struct Counters {
+pub(crate) struct Counters {
     measured_txns: AtomicU64,
     all_txns: AtomicU64,
     errors: AtomicU64,
 }
 
-struct Shared {
-    clients: Vec<CachePadded<Counters>>,
-    done: AtomicBool,
+pub(crate) struct Shared {
+    pub(crate) clients: Vec<CachePadded<Counters>>,
+    pub(crate) done: AtomicBool,
 }
 
 impl Shared {
@@ -145,17 +152,96 @@ impl Shared {
     }
 }
 
-struct ClientResult {
-    retries: BTreeMap<String, u64>,
-    windows: Vec<u64>,
-    late_prepares: u64,
-    hist: Histogram<u64>,
-    txns: u64,
-    queries: u64,
-    errors: BTreeMap<String, u64>,
-    reconnects: u64,
-    lag_s: f64,
-    first_error: Option<String>,
+pub(crate) struct ClientResult {
+    pub(crate) retries: BTreeMap<String, u64>,
+    pub(crate) windows: Vec<u64>,
+    pub(crate) late_prepares: u64,
+    pub(crate) hist: Histogram<u64>,
+    pub(crate) txns: u64,
+    pub(crate) queries: u64,
+    pub(crate) errors: BTreeMap<String, u64>,
+    pub(crate) reconnects: u64,
+    pub(crate) lag_s: f64,
+    pub(crate) first_error: Option<String>,
+    pub(crate) executes: u64,
+}
+
+impl ClientResult {
+    pub(crate) fn new(n_windows: usize) -> ClientResult {
+        ClientResult {
+            retries: BTreeMap::new(),
+            windows: vec![0; n_windows],
+            late_prepares: 0,
+            hist: new_histogram(),
+            txns: 0,
+            queries: 0,
+            errors: BTreeMap::new(),
+            reconnects: 0,
+            lag_s: 0.0,
+            first_error: None,
+            executes: 0,
+        }
+    }
+
+    /// A transaction that began (or was due) at `start` returned at `fin` after `nq` queries:
+    /// counted when it lies inside the measured window.
+    pub(crate) fn finished(
+        &mut self,
+        x: &Ctx<'_>,
+        mine: &Counters,
+        start: Instant,
+        fin: Instant,
+        nq: u64,
+    ) {
+        mine.all_txns.fetch_add(1, Ordering::Relaxed);
+        let measure_from = x.measure_from();
+        if start >= measure_from && fin <= measure_from + x.cfg.duration {
+            let us = fin.duration_since(start).as_micros().max(1) as u64;
+            self.hist.saturating_record(us);
+            self.txns += 1;
+            self.queries += nq;
+            let w =
+                (fin.duration_since(measure_from).as_secs_f64() / x.window.as_secs_f64()) as usize;
+            self.windows[w.min(x.n_windows - 1)] += 1;
+            mine.measured_txns.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A transaction failed with an error of class `key` (counted from the measured window's
+    /// start on, like every error).
+    pub(crate) fn failed(
+        &mut self,
+        x: &Ctx<'_>,
+        mine: &Counters,
+        key: String,
+        text: impl FnOnce() -> String,
+    ) {
+        mine.errors.fetch_add(1, Ordering::Relaxed);
+        if Instant::now() >= x.measure_from() {
+            *self.errors.entry(key).or_default() += 1;
+        }
+        if self.first_error.is_none() {
+            self.first_error = Some(text());
+        }
+    }
+
+    /// A retryable error rolled back a transaction that runs again.
+    pub(crate) fn retried(&mut self, x: &Ctx<'_>, code: Option<u16>) {
+        if Instant::now() >= x.measure_from() {
+            *self
+                .retries
+                .entry(code.map(|c| c.to_string()).unwrap_or_default())
+                .or_default() += 1;
+        }
+    }
+
+    /// Late prepares since the last look, counted from the measured window's start on.
+    pub(crate) fn late(&mut self, x: &Ctx<'_>, now_total: u64, seen: &mut u64) {
+        if Instant::now() >= x.measure_from() {
+            self.late_prepares += now_total - *seen;
+        }
+        *seen = now_total;
+    }
 }
 
 fn error_key(e: &mysql::Error) -> String {
@@ -169,34 +255,45 @@ fn error_key(e: &mysql::Error) -> String {
 }
 
 /// What every client shares for one step.
-struct Ctx<'a> {
-    cfg: &'a StepConfig,
-    wl: &'a Workload,
-    connect: &'a Connector,
-    ready: &'a Barrier,
-    go: &'a Barrier,
-    start_cell: &'a Mutex<Option<Instant>>,
-    shared: &'a Shared,
-    stop: &'a AtomicBool,
-    cap: usize,
-    n_windows: usize,
-    window: Duration,
+pub(crate) struct Ctx<'a> {
+    pub(crate) cfg: &'a StepConfig,
+    pub(crate) wl: &'a Workload,
+    pub(crate) connect: &'a Connector,
+    pub(crate) ready: &'a Barrier,
+    pub(crate) go: &'a Barrier,
+    pub(crate) start_cell: &'a OnceLock<Instant>,
+    pub(crate) shared: &'a Shared,
+    pub(crate) stop: &'a AtomicBool,
+    pub(crate) cap: usize,
+    pub(crate) n_windows: usize,
+    pub(crate) window: Duration,
+}
+
+impl Ctx<'_> {
+    /// Wait at both start barriers; returns the step clock's start.
+    pub(crate) fn start_together(&self) -> Instant {
+        self.ready.wait();
+        self.go.wait();
+        self.start_cell.get().copied().unwrap_or_else(Instant::now)
+    }
+    /// Start of the measured window (valid after [`Ctx::start_together`]).
+    pub(crate) fn measure_from(&self) -> Instant {
+        self.start_cell.get().copied().unwrap_or_else(Instant::now) + self.cfg.warmup
+    }
+    /// Open loop: time between one client's intended starts.
+    pub(crate) fn period(&self) -> Option<Duration> {
+        self.cfg
+            .rate
+            .map(|rate| Duration::from_secs_f64(f64::from(self.cfg.threads) / rate.max(1e-9)))
+    }
+    pub(crate) fn over(&self) -> bool {
+        stopped(self.stop) || self.shared.done.load(Ordering::Relaxed)
+    }
 }
 
 fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
     let (cfg, wl) = (x.cfg, x.wl);
-    let mut r = ClientResult {
-        retries: BTreeMap::new(),
-        windows: vec![0; x.n_windows],
-        late_prepares: 0,
-        hist: new_histogram(),
-        txns: 0,
-        queries: 0,
-        errors: BTreeMap::new(),
-        reconnects: 0,
-        lag_s: 0.0,
-        first_error: None,
-    };
+    let mut r = ClientResult::new(x.n_windows);
     let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (u64::from(idx) << 32));
     let mine: &Counters = &x.shared.clients[idx as usize];
     let mut conn = conn;
@@ -209,23 +306,16 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
         }
     };
     // Everyone prepared: the watcher fixes the start time, then all go together.
-    x.ready.wait();
-    x.go.wait();
-    let t0 = x
-        .start_cell
-        .lock()
-        .map(|g| g.unwrap_or_else(Instant::now))
-        .unwrap_or_else(|_| Instant::now());
+    let t0 = x.start_together();
     let measure_from = t0 + cfg.warmup;
     let end = measure_from + cfg.duration;
-    let period = cfg
-        .rate
-        .map(|rate| Duration::from_secs_f64(f64::from(cfg.threads) / rate.max(1e-9)));
+    let period = x.period();
     let mut next_intended = period.map(|p| t0 + p.mul_f64(f64::from(idx) / f64::from(cfg.threads)));
     let mut conn = Some(conn);
     let mut seen_late = 0u64;
+    let mut plan = Vec::new();
     loop {
-        if stopped(x.stop) || x.shared.done.load(Ordering::Relaxed) {
+        if x.over() {
             break;
         }
         let now = Instant::now();
@@ -250,7 +340,8 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
             // time stays in the transaction's latency.
             // A retryable error that arrives once the step is over (or stopped) only means the
             // transaction was cut off by the end, like one that finishes after it: not counted.
-            let mut outcome = wl.run_txn(c, p, &mut rng);
+            wl.plan_txn(&mut rng, &mut plan);
+            let mut outcome = wl.run_plan(c, p, &plan);
             let mut cut_off = false;
             while let Err(e) = &outcome {
                 let code = describe_error(e).0;
@@ -264,55 +355,30 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
                 if c.query_drop("ROLLBACK").is_err() {
                     break;
                 }
-                if Instant::now() >= measure_from {
-                    *r.retries
-                        .entry(code.map(|c| c.to_string()).unwrap_or_default())
-                        .or_default() += 1;
-                }
-                outcome = wl.run_txn(c, p, &mut rng);
+                r.retried(x, code);
+                wl.plan_txn(&mut rng, &mut plan);
+                outcome = wl.run_plan(c, p, &plan);
             }
             match outcome {
-                Ok(nq) => {
-                    let fin = Instant::now();
-                    mine.all_txns.fetch_add(1, Ordering::Relaxed);
-                    if start >= measure_from && fin <= end {
-                        let us = fin.duration_since(start).as_micros().max(1) as u64;
-                        r.hist.saturating_record(us);
-                        r.txns += 1;
-                        r.queries += nq;
-                        let w = (fin.duration_since(measure_from).as_secs_f64()
-                            / x.window.as_secs_f64()) as usize;
-                        r.windows[w.min(x.n_windows - 1)] += 1;
-                        mine.measured_txns.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+                Ok(nq) => r.finished(x, mine, start, Instant::now(), nq),
                 Err(_) if cut_off => {
                     let _ = c.query_drop("ROLLBACK");
                 }
                 Err(e) => {
-                    mine.errors.fetch_add(1, Ordering::Relaxed);
-                    if Instant::now() >= measure_from {
-                        *r.errors.entry(error_key(&e)).or_default() += 1;
-                    }
-                    if r.first_error.is_none() {
-                        r.first_error = Some(describe_error(&e).1);
-                    }
+                    r.failed(x, mine, error_key(&e), || describe_error(&e).1);
                     if is_connection_error(&e) || c.query_drop("ROLLBACK").is_err() {
                         conn = None;
                     }
                 }
             }
             if let Some(p) = prepared.as_ref() {
-                if Instant::now() >= measure_from {
-                    r.late_prepares += p.late_prepares - seen_late;
-                }
-                seen_late = p.late_prepares;
+                r.late(x, p.late_prepares, &mut seen_late);
             }
         }
         if conn.is_none() || prepared.is_none() {
             // Re-open: the server dropped us (restart, KILL). Retry until the step ends.
             conn = None;
-            prepared = None;
+            r.executes += prepared.take().map_or(0, |p| p.executes);
             while !stopped(x.stop) && Instant::now() < end {
                 if let Ok(mut c) = (x.connect)() {
                     if let Ok(p) = wl.prepare(&mut c, x.cap) {
@@ -337,6 +403,7 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
             r.lag_s = (now - t).as_secs_f64();
         }
     }
+    r.executes += prepared.map_or(0, |p| p.executes);
     r
 }
 
@@ -356,6 +423,56 @@ fn stmt_limits(conn: &mut mysql::Conn) -> (Option<u64>, u64) {
     (max, in_use)
 }
 
+/// The step's connections, opened before its clock starts.
+enum Opened {
+    Threads(Vec<mysql::Conn>),
+    /// Connections, their connector (reconnects), worker threads.
+    Events(Vec<WireConn>, WireConnector, usize),
+}
+
+/// Open the step's connections with the client `cfg` names. The event client falls back to
+/// the thread client (with a note on stderr) when its own protocol code cannot open a
+/// connection the mysql crate can (e.g. TLS, an auth plugin it does not speak); when neither
+/// can, the error is the mysql crate's (one line, exit 3).
+fn open_clients(cfg: &StepConfig, connect: &Connector) -> Result<Opened> {
+    let threads = || -> Result<Opened> {
+        let mut conns = Vec::with_capacity(cfg.threads as usize);
+        for _ in 0..cfg.threads {
+            conns.push(connect()?);
+        }
+        Ok(Opened::Threads(conns))
+    };
+    let Client::Events {
+        connect: wc,
+        workers,
+    } = &cfg.client
+    else {
+        return threads();
+    };
+    let workers = match *workers {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n as usize,
+    }
+    .clamp(1, cfg.threads as usize);
+    let mut conns = Vec::with_capacity(cfg.threads as usize);
+    for _ in 0..cfg.threads {
+        match wc() {
+            Ok(c) => conns.push(c),
+            Err(e) => {
+                // Whether the server is reachable at all decides between an error and a note.
+                drop(conns);
+                let _ = connect()?;
+                eprintln!(
+                    "spinscope: note: the events client cannot use this connection ({e}); {} uses the thread client",
+                    cfg.label
+                );
+                return threads();
+            }
+        }
+    }
+    Ok(Opened::Events(conns, Arc::clone(wc), workers))
+}
+
 /// Run one step. Connection failures before the step starts are runtime errors; failures
 /// during it are counted, the client reconnects, and the step is marked by its error counts.
 pub fn run_step(
@@ -369,12 +486,12 @@ pub fn run_step(
     }
     // Open every connection first; connecting and preparing happen before the step clock.
     let setup_start = Instant::now();
-    let mut conns = Vec::with_capacity(cfg.threads as usize);
-    for _ in 0..cfg.threads {
-        conns.push(connect()?);
-    }
+    let mut opened = open_clients(cfg, connect)?;
     let needed = wl.statements_needed();
-    let (max_count, in_use) = stmt_limits(&mut conns[0]);
+    let (max_count, in_use) = match &mut opened {
+        Opened::Threads(conns) => stmt_limits(&mut conns[0]),
+        Opened::Events(..) => stmt_limits(&mut connect()?),
+    };
     let cap = stmt_capacity(needed, cfg.threads, max_count, in_use);
     let (n_windows, window) = windows_of(cfg.duration);
     let shared = Shared {
@@ -383,9 +500,13 @@ pub fn run_step(
             .collect(),
         done: AtomicBool::new(false),
     };
-    let ready = Barrier::new(cfg.threads as usize + 1);
-    let go = Barrier::new(cfg.threads as usize + 1);
-    let start_cell: Mutex<Option<Instant>> = Mutex::new(None);
+    let runners = match &opened {
+        Opened::Threads(c) => c.len(),
+        Opened::Events(_, _, workers) => *workers,
+    };
+    let ready = Barrier::new(runners + 1);
+    let go = Barrier::new(runners + 1);
+    let start_cell: OnceLock<Instant> = OnceLock::new();
     let ctx = Ctx {
         cfg,
         wl,
@@ -403,21 +524,36 @@ pub fn run_step(
     let mut measured_s = 0.0;
     let mut setup_s = 0.0;
     let results: Vec<ClientResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = conns
-            .into_iter()
-            .enumerate()
-            .map(|(i, conn)| {
-                let ctx = &ctx;
-                s.spawn(move || client(i as u32, ctx, conn))
-            })
-            .collect();
+        let handles: Vec<_> = match opened {
+            Opened::Threads(conns) => conns
+                .into_iter()
+                .enumerate()
+                .map(|(i, conn)| {
+                    let ctx = &ctx;
+                    s.spawn(move || vec![client(i as u32, ctx, conn)])
+                })
+                .collect(),
+            Opened::Events(conns, wc, workers) => {
+                // Client i goes to worker i % workers.
+                let mut shares: Vec<Vec<(u32, WireConn)>> =
+                    (0..workers).map(|_| Vec::new()).collect();
+                for (i, c) in conns.into_iter().enumerate() {
+                    shares[i % workers].push((i as u32, c));
+                }
+                shares
+                    .into_iter()
+                    .map(|share| {
+                        let (ctx, wc) = (&ctx, wc.clone());
+                        s.spawn(move || events::worker(ctx, &wc, share))
+                    })
+                    .collect()
+            }
+        };
         // Every client connected and prepared: now the clock starts.
         ready.wait();
         let t0 = Instant::now();
         setup_s = t0.duration_since(setup_start).as_secs_f64();
-        if let Ok(mut g) = start_cell.lock() {
-            *g = Some(t0);
-        }
+        let _ = start_cell.set(t0);
         go.wait();
         let measure_from = t0 + cfg.warmup;
         let end = measure_from + cfg.duration;
@@ -463,7 +599,11 @@ pub fn run_step(
             .saturating_duration_since(measure_from)
             .as_secs_f64();
         shared.done.store(true, Ordering::Relaxed);
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .flatten()
+            .collect()
     });
     // Only windows the step covered completely (all of them unless interrupted).
     let full = if interrupted {
@@ -499,9 +639,11 @@ pub fn run_step(
         interrupted,
         schedule_lag_s: 0.0,
         first_error: None,
+        executes: 0,
     };
     for r in results {
         out.late_prepares += r.late_prepares;
+        out.executes += r.executes;
         let _ = out.hist.add(&r.hist);
         out.txns += r.txns;
         out.queries += r.queries;

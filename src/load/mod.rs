@@ -9,6 +9,7 @@ pub mod driver;
 pub mod guard;
 pub mod schema;
 pub mod spec;
+pub mod wire;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,55 @@ use std::sync::Arc;
 /// Opens one new connection to the server under test (called once per client thread, and
 /// again to reconnect after the server dropped a connection).
 pub type Connector = Arc<dyn Fn() -> crate::Result<mysql::Conn> + Send + Sync>;
+
+/// Opens one connection of the event client (its own protocol code, see [`wire`]).
+pub type WireConnector =
+    Arc<dyn Fn() -> std::result::Result<wire::WireConn, wire::WireError> + Send + Sync>;
+
+/// The load client a sweep asks for (`--client`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientKind {
+    /// A few threads, each multiplexing its share of the connections (epoll), over
+    /// spinscope's own protocol code; falls back to threads where that code cannot connect.
+    Events,
+    /// One thread per connection over the mysql crate (blocking calls).
+    #[default]
+    Threads,
+}
+
+/// Which load client runs a step.
+#[derive(Clone, Default)]
+pub enum Client {
+    /// One OS thread per connection over the mysql crate, blocking calls.
+    #[default]
+    Threads,
+    /// `workers` OS threads (0: one per CPU), each multiplexing its share of the connections
+    /// with epoll, over the client's own protocol code.
+    Events {
+        connect: WireConnector,
+        workers: u32,
+    },
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Client::Threads => write!(f, "Threads"),
+            Client::Events { workers, .. } => write!(f, "Events {{ workers: {workers} }}"),
+        }
+    }
+}
 
 /// Set by SIGINT/SIGTERM/SIGHUP/SIGQUIT (see `crate::interrupt`): the driver ends the step,
 /// the sweep saves what it has, restores the settings and exits 130.

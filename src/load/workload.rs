@@ -16,6 +16,8 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+pub use super::wire::codec::Arg;
+
 /// The built-in mixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -377,7 +379,7 @@ pub struct Workload {
 
 /// One statement of a built-in mix, per table (sysbench's statement names in the comments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Which {
+pub enum Which {
     /// point_selects
     Point,
     /// simple_ranges
@@ -400,35 +402,63 @@ enum Which {
     Custom(u16),
 }
 
-struct Slot {
-    stmt: Statement,
+/// One operation of a transaction's plan, in the order it is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// `BEGIN` as a plain query.
+    Begin,
+    /// `COMMIT` as a plain query.
+    Commit,
+    /// Execute the prepared statement `which` of table `table` (0: not tied to a table).
+    Exec {
+        table: u32,
+        which: Which,
+        args: Vec<Arg>,
+    },
+}
+
+struct Slot<S> {
+    stmt: S,
     last_use: u64,
 }
 
-/// A connection's prepared statements for one workload, owned here rather than by the mysql
-/// crate's per-connection cache (connections are opened with `stmt_cache_size(0)`): that cache
-/// holds 32 statements and closes the least recently used one on the server when a 33rd is
-/// prepared, while the workload still holds it (`ERROR 1243: Unknown prepared statement
-/// handler`). Here a statement is closed only when this store evicts it, and never while a
-/// transaction is about to use it: [`Workload::run_txn`] asks for each statement right before
-/// executing it.
+/// A connection's prepared statements for one workload (`S`: the client's statement handle),
+/// owned here rather than by the mysql crate's per-connection cache (connections are opened
+/// with `stmt_cache_size(0)`): that cache holds 32 statements and closes the least recently
+/// used one on the server when a 33rd is prepared, while the workload still holds it
+/// (`ERROR 1243: Unknown prepared statement handler`). Here a statement is closed only when
+/// this store evicts it, and never while a transaction is about to use it: the clients ask for
+/// each statement right before executing it.
 ///
 /// The store's capacity is the client's share of the server's `max_prepared_stmt_count` (a
 /// server-wide limit, 16382 by default): with many tables and many clients not every
 /// statement of every table fits, and the least recently used ones are closed and prepared
 /// again when needed (counted in [`Prepared::late_prepares`]).
-pub struct Prepared {
+pub struct Prepared<S = Statement> {
     cap: usize,
-    map: HashMap<(u32, Which), Slot>,
+    map: HashMap<(u32, Which), Slot<S>>,
     tick: u64,
     /// Statements prepared after the step started (a table whose statements did not fit the
     /// capacity before the step, or one evicted since).
     pub late_prepares: u64,
     /// Statements closed to stay within the capacity.
     pub evictions: u64,
+    /// Executions sent through this store's statements.
+    pub executes: u64,
 }
 
-impl Prepared {
+impl<S: Clone> Prepared<S> {
+    /// An empty store holding at most `cap` statements (at least 1).
+    pub fn new(cap: usize) -> Prepared<S> {
+        Prepared {
+            cap: cap.max(1),
+            map: HashMap::new(),
+            tick: 0,
+            late_prepares: 0,
+            evictions: 0,
+            executes: 0,
+        }
+    }
     /// How many statements are prepared on the connection now.
     pub fn len(&self) -> usize {
         self.map.len()
@@ -438,6 +468,40 @@ impl Prepared {
     }
     pub fn capacity(&self) -> usize {
         self.cap
+    }
+    /// The statement for `w` on table `t` if it is prepared (marked as used now).
+    pub fn get(&mut self, t: u32, w: Which) -> Option<S> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(&(t, w)).map(|slot| {
+            slot.last_use = tick;
+            slot.stmt.clone()
+        })
+    }
+    /// When the store is full: take out the least recently used statement, for the caller to
+    /// close on the server before it prepares another.
+    pub fn evict_if_full(&mut self) -> Option<S> {
+        if self.map.len() < self.cap {
+            return None;
+        }
+        let oldest = self
+            .map
+            .iter()
+            .min_by_key(|(_, s)| s.last_use)
+            .map(|(k, _)| *k)?;
+        let slot = self.map.remove(&oldest)?;
+        self.evictions += 1;
+        Some(slot.stmt)
+    }
+    /// Record a statement prepared before the step.
+    pub fn insert_early(&mut self, t: u32, w: Which, stmt: S) {
+        self.map.insert((t, w), Slot { stmt, last_use: 0 });
+    }
+    /// Record a statement prepared during the step (counted as a late prepare).
+    pub fn insert_late(&mut self, t: u32, w: Which, stmt: S) {
+        self.late_prepares += 1;
+        let last_use = self.tick;
+        self.map.insert((t, w), Slot { stmt, last_use });
     }
 }
 
@@ -514,7 +578,8 @@ impl Workload {
         self.per_table().len() * self.tables.max(1) as usize + self.global_stmts().len()
     }
 
-    fn sql(&self, table: u32, w: Which) -> String {
+    /// The text of statement `w` on table `table`.
+    pub fn sql(&self, table: u32, w: Which) -> String {
         let t = table;
         match w {
             Which::Point => format!("SELECT c FROM sbtest{t} WHERE id=?"),
@@ -539,25 +604,26 @@ impl Workload {
         }
     }
 
-    /// Prepare this workload's statements on a connection, table by table, up to `cap`
-    /// statements (at least 1); the rest are prepared when first used. Call it before the step
-    /// clock starts.
-    pub fn prepare(&self, conn: &mut Conn, cap: usize) -> mysql::Result<Prepared> {
-        let mut p = Prepared {
-            cap: cap.max(1),
-            map: HashMap::new(),
-            tick: 0,
-            late_prepares: 0,
-            evictions: 0,
-        };
+    /// The statements prepared before a step, in order (global ones first, then table by
+    /// table), up to `cap`; the rest are prepared when first used.
+    pub fn prepare_order(&self, cap: usize) -> Vec<(u32, Which)> {
         let per = self.per_table();
         let mut todo: Vec<(u32, Which)> = self.global_stmts().into_iter().map(|w| (0, w)).collect();
         for t in 1..=self.tables.max(1) {
             todo.extend(per.iter().map(|&w| (t, w)));
         }
-        for (t, w) in todo.into_iter().take(p.cap) {
+        todo.truncate(cap.max(1));
+        todo
+    }
+
+    /// Prepare this workload's statements on a connection, table by table, up to `cap`
+    /// statements (at least 1); the rest are prepared when first used. Call it before the step
+    /// clock starts.
+    pub fn prepare(&self, conn: &mut Conn, cap: usize) -> mysql::Result<Prepared> {
+        let mut p = Prepared::new(cap);
+        for (t, w) in self.prepare_order(cap) {
             let stmt = conn.prep(self.sql(t, w))?;
-            p.map.insert((t, w), Slot { stmt, last_use: 0 });
+            p.insert_early(t, w, stmt);
         }
         Ok(p)
     }
@@ -571,34 +637,14 @@ impl Workload {
         t: u32,
         w: Which,
     ) -> mysql::Result<Statement> {
-        p.tick += 1;
-        let tick = p.tick;
-        if let Some(slot) = p.map.get_mut(&(t, w)) {
-            slot.last_use = tick;
-            return Ok(slot.stmt.clone());
+        if let Some(s) = p.get(t, w) {
+            return Ok(s);
         }
-        if p.map.len() >= p.cap {
-            let oldest = p
-                .map
-                .iter()
-                .min_by_key(|(_, s)| s.last_use)
-                .map(|(k, _)| *k);
-            if let Some(k) = oldest {
-                if let Some(slot) = p.map.remove(&k) {
-                    conn.close(slot.stmt)?;
-                    p.evictions += 1;
-                }
-            }
+        if let Some(old) = p.evict_if_full() {
+            conn.close(old)?;
         }
         let stmt = conn.prep(self.sql(t, w))?;
-        p.late_prepares += 1;
-        p.map.insert(
-            (t, w),
-            Slot {
-                stmt: stmt.clone(),
-                last_use: tick,
-            },
-        );
+        p.insert_late(t, w, stmt.clone());
         Ok(stmt)
     }
 
@@ -610,46 +656,56 @@ impl Workload {
         rng.gen_range(1..=self.tables.max(1))
     }
 
-    /// Run one transaction (one sysbench "event"); returns the number of queries it sent.
-    /// On error the caller rolls back.
-    pub fn run_txn(
-        &self,
-        conn: &mut Conn,
-        p: &mut Prepared,
-        rng: &mut SmallRng,
-    ) -> mysql::Result<u64> {
+    /// Draw one transaction (one sysbench "event") as the operations to send, into `out`
+    /// (cleared first). Every client runs these plans, so the thread and the event client run
+    /// the same statements with the same random draws in the same order. The number of queries
+    /// a transaction sends is `out.len()` (BEGIN and COMMIT included).
+    pub fn plan_txn(&self, rng: &mut SmallRng, out: &mut Vec<Op>) {
+        out.clear();
+        let exec = |table: u32, which: Which, args: Vec<Arg>| Op::Exec { table, which, args };
         if self.kind == Kind::Custom {
-            return self.run_custom(conn, p, rng);
+            // One draw per pass, shared by every placeholder, so DELETE + INSERT of one id works.
+            let table = self.table(rng);
+            let (id, k, c, pad) = (self.id(rng), self.id(rng), c_value(rng), pad_value(rng));
+            for (i, st) in self.custom.iter().enumerate() {
+                let t = if st.per_table { table } else { 0 };
+                let args = st
+                    .params
+                    .iter()
+                    .map(|x| match x {
+                        Param::Id => Arg::Int(id),
+                        Param::K => Arg::Int(k),
+                        Param::C => Arg::Str(c.clone()),
+                        Param::Pad => Arg::Str(pad.clone()),
+                    })
+                    .collect();
+                out.push(exec(t, Which::Custom(i as u16), args));
+            }
+            return;
         }
         if self.kind == Kind::PointSelect {
             let t = self.table(rng);
-            let st = self.stmt(conn, p, t, Which::Point)?;
-            conn.exec_drop(&st, (self.id(rng),))?;
-            return Ok(1);
+            out.push(exec(t, Which::Point, vec![Arg::Int(self.id(rng))]));
+            return;
         }
         let m = &self.mix;
-        let mut q = 0u64;
-        conn.query_drop("BEGIN")?;
-        q += 1;
+        out.push(Op::Begin);
         // As sysbench's oltp_common.lua: one random table per group of statements (the 10
         // point selects share one table, each range kind its own, and so on).
         if matches!(self.kind, Kind::ReadOnly | Kind::ReadWrite) {
             if m.point_selects > 0 {
                 let t = self.table(rng);
                 for _ in 0..m.point_selects {
-                    let st = self.stmt(conn, p, t, Which::Point)?;
-                    conn.exec_drop(&st, (self.id(rng),))?;
-                    q += 1;
+                    out.push(exec(t, Which::Point, vec![Arg::Int(self.id(rng))]));
                 }
             }
             if m.ranges > 0 {
                 for w in [Which::Simple, Which::Sum, Which::Order, Which::Distinct] {
                     let t = self.table(rng);
                     for _ in 0..m.ranges {
-                        let st = self.stmt(conn, p, t, w)?;
                         let lo = self.id(rng);
-                        conn.exec_drop(&st, (lo, lo + m.range_size as i64 - 1))?;
-                        q += 1;
+                        let hi = lo + m.range_size as i64 - 1;
+                        out.push(exec(t, w, vec![Arg::Int(lo), Arg::Int(hi)]));
                     }
                 }
             }
@@ -658,17 +714,15 @@ impl Workload {
             if m.index_updates > 0 {
                 let t = self.table(rng);
                 for _ in 0..m.index_updates {
-                    let st = self.stmt(conn, p, t, Which::IdxUpd)?;
-                    conn.exec_drop(&st, (self.id(rng),))?;
-                    q += 1;
+                    out.push(exec(t, Which::IdxUpd, vec![Arg::Int(self.id(rng))]));
                 }
             }
             if m.non_index_updates > 0 {
                 let t = self.table(rng);
                 for _ in 0..m.non_index_updates {
-                    let st = self.stmt(conn, p, t, Which::NonIdxUpd)?;
-                    conn.exec_drop(&st, (c_value(rng), self.id(rng)))?;
-                    q += 1;
+                    let c = c_value(rng);
+                    let id = self.id(rng);
+                    out.push(exec(t, Which::NonIdxUpd, vec![Arg::Str(c), Arg::Int(id)]));
                 }
             }
             if m.delete_inserts > 0 {
@@ -676,47 +730,54 @@ impl Workload {
                 for _ in 0..m.delete_inserts {
                     let id = self.id(rng);
                     let k = self.id(rng);
-                    let d = self.stmt(conn, p, t, Which::Delete)?;
-                    conn.exec_drop(&d, (id,))?;
-                    let i = self.stmt(conn, p, t, Which::Insert)?;
-                    conn.exec_drop(&i, (id, k, c_value(rng), pad_value(rng)))?;
-                    q += 2;
+                    out.push(exec(t, Which::Delete, vec![Arg::Int(id)]));
+                    let (c, pad) = (c_value(rng), pad_value(rng));
+                    let args = vec![Arg::Int(id), Arg::Int(k), Arg::Str(c), Arg::Str(pad)];
+                    out.push(exec(t, Which::Insert, args));
                 }
             }
         }
-        conn.query_drop("COMMIT")?;
-        Ok(q + 1)
+        out.push(Op::Commit);
     }
 
-    fn run_custom(
+    /// Run one planned transaction on a mysql crate connection (the thread client); returns
+    /// the number of queries it sent. On error the caller rolls back.
+    pub fn run_plan(&self, conn: &mut Conn, p: &mut Prepared, ops: &[Op]) -> mysql::Result<u64> {
+        for op in ops {
+            match op {
+                Op::Begin => conn.query_drop("BEGIN")?,
+                Op::Commit => conn.query_drop("COMMIT")?,
+                Op::Exec { table, which, args } => {
+                    let st = self.stmt(conn, p, *table, *which)?;
+                    p.executes += 1;
+                    if args.is_empty() {
+                        conn.exec_drop(&st, ())?;
+                    } else {
+                        let v: Vec<Value> = args
+                            .iter()
+                            .map(|a| match a {
+                                Arg::Int(i) => Value::Int(*i),
+                                Arg::Str(s) => Value::Bytes(s.as_bytes().to_vec()),
+                            })
+                            .collect();
+                        conn.exec_drop(&st, v)?;
+                    }
+                }
+            }
+        }
+        Ok(ops.len() as u64)
+    }
+
+    /// Draw and run one transaction (see [`Workload::plan_txn`], [`Workload::run_plan`]).
+    pub fn run_txn(
         &self,
         conn: &mut Conn,
         p: &mut Prepared,
         rng: &mut SmallRng,
     ) -> mysql::Result<u64> {
-        // One draw per pass, shared by every placeholder, so DELETE + INSERT of one id works.
-        let table = self.table(rng);
-        let (id, k, c, pad) = (self.id(rng), self.id(rng), c_value(rng), pad_value(rng));
-        for (i, st) in self.custom.iter().enumerate() {
-            let t = if st.per_table { table } else { 0 };
-            let stmt = self.stmt(conn, p, t, Which::Custom(i as u16))?;
-            let params: Vec<Value> = st
-                .params
-                .iter()
-                .map(|x| match x {
-                    Param::Id => Value::Int(id),
-                    Param::K => Value::Int(k),
-                    Param::C => Value::Bytes(c.clone().into_bytes()),
-                    Param::Pad => Value::Bytes(pad.clone().into_bytes()),
-                })
-                .collect();
-            if params.is_empty() {
-                conn.exec_drop(&stmt, ())?;
-            } else {
-                conn.exec_drop(&stmt, params)?;
-            }
-        }
-        Ok(self.custom.len() as u64)
+        let mut ops = Vec::new();
+        self.plan_txn(rng, &mut ops);
+        self.run_plan(conn, p, &ops)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::load::driver::{ServerProbe, StepConfig};
 use crate::load::guard::SettingsGuard;
 use crate::load::workload::{check_custom, Kind, Mix, Workload};
-use crate::load::{self, schema};
+use crate::load::{self, schema, Client, ClientKind};
 
 /// A finished sweep: the document (complete, stopped early, or interrupted; its settings
 /// restored) and the error that ended it early, if one did. The document was saved to the
@@ -86,7 +86,14 @@ pub fn run(plan: &SweepPlan, conns: &Connectors, observer: &mut dyn Observer) ->
         probe: &mut probe,
         stop: &stop,
     };
-    let outcome = ladder_loop(plan, &mut bench, &stop, &mut doc, observer);
+    let client = match plan.client {
+        ClientKind::Threads => Client::Threads,
+        ClientKind::Events => Client::Events {
+            connect: Arc::clone(&conns.wire),
+            workers: plan.client_workers,
+        },
+    };
+    let outcome = ladder_loop(plan, &client, &mut bench, &stop, &mut doc, observer);
     // Restore before anything else can fail.
     doc.settings_changed = guard.restore();
     let mut error = None;
@@ -157,6 +164,7 @@ fn save(doc: &mut SweepDoc, plan: &SweepPlan) -> Result<()> {
 
 fn ladder_loop(
     plan: &SweepPlan,
+    client: &Client,
     bench: &mut Bench,
     stop: &AtomicBool,
     doc: &mut SweepDoc,
@@ -189,6 +197,7 @@ fn ladder_loop(
                         report_interval: plan.report_interval,
                         label: format!("threads {threads} {} #{rep}", v.name),
                         seed: plan.seed ^ u64::from(threads) << 8 ^ u64::from(rep),
+                        client: client.clone(),
                     },
                     variant: v,
                     repeat: rep,

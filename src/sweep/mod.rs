@@ -21,8 +21,9 @@ pub mod step;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::load::{self, Connector};
-use crate::server::conn::{self as server_conn, Target};
+use crate::load::wire::{self, Endpoint, Tls};
+use crate::load::{self, Connector, WireConnector};
+use crate::server::conn::{self as server_conn, SslMode, Target};
 
 pub use doc::{StepDoc, SweepDoc};
 pub use engine::{run, SweepRun};
@@ -52,12 +53,37 @@ pub fn connector(target: &Target, db: Option<&str>) -> Connector {
     })
 }
 
-/// The two connectors a sweep uses: `admin` (no default schema: version, settings, Uptime)
-/// and `clients` (one connection per client thread, inside the scratch schema).
+/// The event client's connections to `target`, inside `db` (its own protocol code; TLS is
+/// not spoken, see `load::wire::Tls`).
+pub fn wire_connector(target: &Target, db: &str) -> WireConnector {
+    let tls = match (target.socket.is_some(), target.ssl_mode) {
+        (true, _) | (false, SslMode::Disabled) => Tls::No,
+        (false, SslMode::Preferred) => Tls::IfOffered,
+        (false, _) => Tls::Must,
+    };
+    let ep = Endpoint {
+        socket: target.socket.clone(),
+        host: target.host.clone(),
+        port: target.port,
+        user: target.user.clone(),
+        password: target.password.clone(),
+        db: Some(db.to_string()),
+        connect_timeout: target.connect_timeout,
+        query_timeout: target.query_timeout,
+        tls,
+        deprecate_eof: true,
+    };
+    Arc::new(move || wire::connect(&ep))
+}
+
+/// The connectors a sweep uses: `admin` (no default schema: version, settings, Uptime),
+/// `clients` (one connection per client thread, inside the scratch schema) and `wire` (the
+/// event client's connections, inside the scratch schema).
 #[derive(Clone)]
 pub struct Connectors {
     pub admin: Connector,
     pub clients: Connector,
+    pub wire: WireConnector,
 }
 
 impl Connectors {
@@ -66,6 +92,7 @@ impl Connectors {
         Connectors {
             admin: connector(target, None),
             clients: connector(target, Some(schema)),
+            wire: wire_connector(target, schema),
         }
     }
 }

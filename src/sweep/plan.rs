@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::load::schema;
 use crate::load::spec::Variant;
 use crate::load::workload::{CustomStmt, Kind};
+use crate::load::ClientKind;
 
 /// Files the engine rewrites after every step (atomically, mode 0600), so an interrupted or
 /// failed sweep leaves what it measured.
@@ -49,6 +50,9 @@ pub struct SweepPlan {
     pub range_size: u64,
     /// Seed of the clients' random numbers.
     pub seed: u64,
+    /// The load client, and the event client's worker threads (0: one per CPU).
+    pub client: ClientKind,
+    pub client_workers: u32,
     pub outputs: Outputs,
 }
 
@@ -73,6 +77,8 @@ impl SweepPlan {
             point_selects: 10,
             range_size: 100,
             seed: 1,
+            client: ClientKind::default(),
+            client_workers: 0,
             outputs: Outputs::default(),
         }
     }

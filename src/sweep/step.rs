@@ -220,6 +220,7 @@ mod tests {
             interrupted: false,
             schedule_lag_s: 0.0,
             first_error: None,
+            executes: 0,
         }
     }
 

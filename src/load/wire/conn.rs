@@ -1,0 +1,412 @@
+//! A connection spoken with [`super::codec`]: the handshake and the setup commands are done
+//! blocking (with the target's timeouts); the event client then sets the socket nonblocking
+//! and drives it itself.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::codec::{self, caps, AuthReply, Expect, Outcome, Reader, ServerError, Step};
+
+/// Where and as whom to connect (never printed with the password).
+#[derive(Clone)]
+pub struct Endpoint {
+    pub socket: Option<PathBuf>,
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: Option<String>,
+    pub db: Option<String>,
+    pub connect_timeout: Duration,
+    pub query_timeout: Duration,
+    /// Whether TLS is wanted: this client speaks none, so a connection that would use it is
+    /// refused as unsupported (the step then uses the thread client).
+    pub tls: Tls,
+    /// Ask for CLIENT_DEPRECATE_EOF when the server offers it (result sets end in OK instead
+    /// of EOF); off only to test the EOF path.
+    pub deprecate_eof: bool,
+}
+
+/// The TLS wish of `--ssl-mode`, as far as this client cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tls {
+    /// DISABLED, or a Unix socket (the mysql client never uses TLS there).
+    No,
+    /// PREFERRED: plain only when the server offers no TLS.
+    IfOffered,
+    /// REQUIRED, VERIFY_CA, VERIFY_IDENTITY.
+    Must,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.socket {
+            Some(s) => write!(f, "Endpoint({}@{})", self.user, s.display()),
+            None => write!(f, "Endpoint({}@{}:{})", self.user, self.host, self.port),
+        }
+    }
+}
+
+/// What can go wrong on a connection of this client.
+#[derive(Debug)]
+pub enum WireError {
+    Server(ServerError),
+    Io(io::Error),
+    Protocol(codec::Malformed),
+    /// Something this client does not speak (an auth plugin, full caching_sha2 auth over TCP).
+    Unsupported(String),
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // The same text as the thread client's errors (`describe_error`).
+            WireError::Server(e) => write!(f, "ERROR {}: {}", e.code, e.message),
+            WireError::Io(e) => write!(f, "{e}"),
+            WireError::Protocol(m) => write!(f, "{m}"),
+            WireError::Unsupported(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl WireError {
+    /// The server's error code, if it was the server's error.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            WireError::Server(e) => Some(e.code),
+            _ => None,
+        }
+    }
+    /// The error class the step counts it under: the code, "io" or "driver".
+    pub fn key(&self) -> String {
+        match self {
+            WireError::Server(e) => e.code.to_string(),
+            WireError::Io(_) => "io".into(),
+            _ => "driver".into(),
+        }
+    }
+    /// Whether the connection is gone (as `crate::error::is_connection_error`).
+    pub fn is_connection_error(&self) -> bool {
+        match self {
+            WireError::Server(e) => matches!(e.code, 1053 | 1927 | 4031),
+            _ => true,
+        }
+    }
+}
+
+impl From<io::Error> for WireError {
+    fn from(e: io::Error) -> Self {
+        WireError::Io(e)
+    }
+}
+impl From<codec::Malformed> for WireError {
+    fn from(e: codec::Malformed) -> Self {
+        WireError::Protocol(e)
+    }
+}
+
+/// A Unix or TCP socket.
+#[derive(Debug)]
+pub enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    pub fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+    fn set_timeouts(&self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => {
+                s.set_read_timeout(d)?;
+                s.set_write_timeout(d)
+            }
+            Stream::Tcp(s) => {
+                s.set_read_timeout(d)?;
+                s.set_write_timeout(d)
+            }
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(b),
+            Stream::Tcp(s) => s.read(b),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(b),
+            Stream::Tcp(s) => s.write(b),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// An authenticated connection.
+#[derive(Debug)]
+pub struct WireConn {
+    pub stream: Stream,
+    /// CLIENT_DEPRECATE_EOF was agreed (result sets end in OK, not EOF).
+    pub deprecate_eof: bool,
+    pub connection_id: u32,
+    pub server_version: String,
+    /// Bytes read but not consumed yet.
+    pub inbuf: Vec<u8>,
+}
+
+const WANT: u32 = caps::LONG_PASSWORD
+    | caps::LONG_FLAG
+    | caps::PROTOCOL_41
+    | caps::TRANSACTIONS
+    | caps::SECURE_CONNECTION
+    | caps::MULTI_RESULTS
+    | caps::PS_MULTI_RESULTS
+    | caps::PLUGIN_AUTH
+    | caps::PLUGIN_AUTH_LENENC_DATA
+    | caps::DEPRECATE_EOF;
+
+/// The auth response of `plugin` to `nonce`.
+fn scramble(plugin: &str, nonce: &[u8], password: &str) -> Result<Vec<u8>, WireError> {
+    use mysql_common::scramble::{scramble_native, scramble_sha256};
+    let pw = password.as_bytes();
+    match plugin {
+        "mysql_native_password" | "" => Ok(scramble_native(nonce, pw)
+            .map(|s| s.to_vec())
+            .unwrap_or_default()),
+        "caching_sha2_password" => Ok(scramble_sha256(nonce, pw)
+            .map(|s| s.to_vec())
+            .unwrap_or_default()),
+        other => Err(WireError::Unsupported(format!(
+            "the events client does not speak the auth plugin {other}"
+        ))),
+    }
+}
+
+/// Read one packet (blocking).
+fn read_packet(s: &mut Stream, buf: &mut Vec<u8>) -> Result<(u8, Vec<u8>), WireError> {
+    loop {
+        if let Some(f) = codec::frame(buf) {
+            if f.len >= codec::MAX_FRAME {
+                return Err(WireError::Protocol(codec::Malformed(
+                    "16 MB packet during the handshake",
+                )));
+            }
+            let p = buf[f.first.clone()].to_vec();
+            buf.drain(..f.wire_len);
+            return Ok((f.seq, p));
+        }
+        fill(s, buf)?;
+    }
+}
+
+fn fill(s: &mut Stream, buf: &mut Vec<u8>) -> Result<(), WireError> {
+    let mut tmp = [0u8; 16384];
+    let n = s.read(&mut tmp)?;
+    if n == 0 {
+        return Err(WireError::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the connection",
+        )));
+    }
+    buf.extend_from_slice(&tmp[..n]);
+    Ok(())
+}
+
+/// Connect, authenticate, and leave the socket blocking with the query timeout.
+pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
+    let stream = match &ep.socket {
+        Some(p) => Stream::Unix(UnixStream::connect(p)?),
+        None => {
+            use std::net::ToSocketAddrs;
+            let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+            let mut got = None;
+            for a in (ep.host.as_str(), ep.port).to_socket_addrs()? {
+                match TcpStream::connect_timeout(&a, ep.connect_timeout) {
+                    Ok(s) => {
+                        got = Some(s);
+                        break;
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            let s = got.ok_or(last)?;
+            s.set_nodelay(true)?;
+            Stream::Tcp(s)
+        }
+    };
+    stream.set_timeouts(Some(ep.connect_timeout))?;
+    let mut c = WireConn {
+        stream,
+        deprecate_eof: false,
+        connection_id: 0,
+        server_version: String::new(),
+        inbuf: Vec::with_capacity(16384),
+    };
+    let (_, p) = read_packet(&mut c.stream, &mut c.inbuf)?;
+    let g = codec::parse_greeting(&p)?.map_err(WireError::Server)?;
+    if g.caps & caps::PROTOCOL_41 == 0 || g.caps & caps::SECURE_CONNECTION == 0 {
+        return Err(WireError::Unsupported(
+            "the server does not speak protocol 4.1 authentication".into(),
+        ));
+    }
+    let offers_tls = g.caps & caps::SSL != 0;
+    if ep.tls == Tls::Must || (ep.tls == Tls::IfOffered && offers_tls) {
+        return Err(WireError::Unsupported(
+            "TLS is wanted (--ssl-mode) and the events client does not speak it".into(),
+        ));
+    }
+    let mut want = WANT;
+    if !ep.deprecate_eof {
+        want &= !caps::DEPRECATE_EOF;
+    }
+    if ep.db.is_some() {
+        want |= caps::CONNECT_WITH_DB;
+    }
+    let agreed = want & g.caps;
+    c.deprecate_eof = agreed & caps::DEPRECATE_EOF != 0;
+    c.connection_id = g.connection_id;
+    c.server_version = g.server_version.clone();
+    let password = ep.password.clone().unwrap_or_default();
+    let mut plugin = if g.plugin.is_empty() {
+        "mysql_native_password".to_string()
+    } else {
+        g.plugin.clone()
+    };
+    // An unknown default plugin: answer as mysql_native_password and let the server switch.
+    let auth = match scramble(&plugin, &g.nonce, &password) {
+        Ok(a) => a,
+        Err(_) => {
+            plugin = "mysql_native_password".into();
+            scramble(&plugin, &g.nonce, &password)?
+        }
+    };
+    let resp = codec::handshake_response(agreed, &ep.user, &auth, ep.db.as_deref(), &plugin);
+    let mut out = Vec::with_capacity(resp.len() + 4);
+    codec::put_packet(&mut out, 1, &resp);
+    c.stream.write_all(&out)?;
+    loop {
+        let (s, p) = read_packet(&mut c.stream, &mut c.inbuf)?;
+        let seq = s.wrapping_add(1);
+        match codec::parse_auth_reply(&p)? {
+            AuthReply::Ok => break,
+            AuthReply::Err(e) => return Err(WireError::Server(e)),
+            AuthReply::Switch { plugin: name, nonce } => {
+                let a = scramble(&name, &nonce, &password)?;
+                plugin = name;
+                out.clear();
+                codec::put_packet(&mut out, seq, &a);
+                c.stream.write_all(&out)?;
+            }
+            AuthReply::More(d) if plugin == "caching_sha2_password" => match d.first() {
+                Some(3) => {} // fast auth done; the OK follows
+                Some(4) if matches!(c.stream, Stream::Unix(_)) => {
+                    // Full authentication: the password in clear is allowed on a local socket.
+                    let mut pw = password.clone().into_bytes();
+                    pw.push(0);
+                    out.clear();
+                    codec::put_packet(&mut out, seq, &pw);
+                    c.stream.write_all(&out)?;
+                }
+                _ => {
+                    return Err(WireError::Unsupported(
+                        "caching_sha2_password full authentication over TCP needs TLS or RSA, which the events client does not speak".into(),
+                    ))
+                }
+            },
+            AuthReply::More(_) => {
+                return Err(WireError::Unsupported(format!(
+                    "unexpected data from the auth plugin {plugin}"
+                )))
+            }
+        }
+    }
+    c.stream.set_timeouts(Some(ep.query_timeout))?;
+    Ok(c)
+}
+
+impl WireConn {
+    /// Send `out` and read one response (blocking).
+    pub fn roundtrip(&mut self, out: &[u8], expect: Expect) -> Result<Outcome, WireError> {
+        self.stream.write_all(out)?;
+        let mut r = Reader::new(expect, self.deprecate_eof);
+        loop {
+            match r.feed(&self.inbuf)? {
+                Step::Done(n, o) => {
+                    self.inbuf.drain(..n);
+                    return Ok(o);
+                }
+                Step::More(n) => {
+                    self.inbuf.drain(..n);
+                    fill(&mut self.stream, &mut self.inbuf)?;
+                }
+            }
+        }
+    }
+
+    /// COM_STMT_PREPARE: the statement id and its parameter count.
+    pub fn prepare(&mut self, sql: &str) -> Result<(u32, u16), WireError> {
+        let mut out = Vec::with_capacity(sql.len() + 5);
+        codec::com_prepare(&mut out, sql);
+        match self.roundtrip(&out, Expect::Prepare)? {
+            Outcome::Prepared { id, params, .. } => Ok((id, params)),
+            Outcome::Err(e) => Err(WireError::Server(e)),
+            Outcome::Done { .. } => Err(WireError::Protocol(codec::Malformed(
+                "no statement id in the answer to prepare",
+            ))),
+        }
+    }
+
+    /// COM_QUERY of a statement without rows of interest: rows affected.
+    pub fn query(&mut self, sql: &str) -> Result<u64, WireError> {
+        let mut out = Vec::with_capacity(sql.len() + 5);
+        codec::com_query(&mut out, sql);
+        match self.roundtrip(&out, Expect::Result)? {
+            Outcome::Done { affected, .. } => Ok(affected),
+            Outcome::Err(e) => Err(WireError::Server(e)),
+            Outcome::Prepared { .. } => unreachable!("a query is not prepared"),
+        }
+    }
+
+    /// COM_STMT_EXECUTE: rows affected and rows returned.
+    pub fn execute(&mut self, id: u32, args: &[codec::Arg]) -> Result<(u64, u64), WireError> {
+        let mut out = Vec::with_capacity(64);
+        codec::com_execute(&mut out, id, args);
+        match self.roundtrip(&out, Expect::Result)? {
+            Outcome::Done { affected, rows } => Ok((affected, rows)),
+            Outcome::Err(e) => Err(WireError::Server(e)),
+            Outcome::Prepared { .. } => unreachable!("an execute is not prepared"),
+        }
+    }
+
+    /// COM_STMT_CLOSE (no answer).
+    pub fn close(&mut self, id: u32) -> Result<(), WireError> {
+        let mut out = Vec::with_capacity(9);
+        codec::com_close(&mut out, id);
+        self.stream.write_all(&out)?;
+        Ok(())
+    }
+}

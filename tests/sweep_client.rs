@@ -1,0 +1,313 @@
+//! Integration: the event client (`--client events`) against a throwaway MariaDB, through the
+//! library's step driver: what the server counted (`Com_stmt_execute`, read from another
+//! connection) equals what the clients sent, for both clients, point-select and read-write,
+//! 1 and 2 workers; deadlocks are rolled back and retried; clients whose connections are
+//! killed reconnect; a password login over TCP; and a server offering TLS makes the step fall
+//! back to the thread client.
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::mariadb::{self, MariaDb};
+use spinscope::load::driver::{run_step, StepConfig, StepOutcome};
+use spinscope::load::workload::{Kind, Mix, Workload};
+use spinscope::load::{Client, Connector, WireConnector};
+use spinscope::server::conn::{resolve, ConnArgs, SslMode, Target};
+use spinscope::sweep::{connector, wire_connector};
+
+fn start(extra: &[&str]) -> Option<MariaDb> {
+    if mariadb::skip_reason("sweep_client", mariadb::available().err()).is_some() {
+        return None;
+    }
+    let mut args = vec![
+        "--innodb-flush-log-at-trx-commit=0",
+        "--max-connections=100",
+    ];
+    args.extend_from_slice(extra);
+    let db = MariaDb::start(&args);
+    std::env::set_var("XDG_STATE_HOME", db.dir().join("state"));
+    std::env::remove_var("MYSQL_PWD");
+    Some(db)
+}
+
+fn prepare(db: &MariaDb, schema: &str, tables: u32, rows: u64) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args(["sweep", "prepare", "--socket"])
+        .arg(&db.socket)
+        .args(["--user", "root", "--no-defaults", "--schema", schema])
+        .args(["--tables", &tables.to_string()])
+        .args(["--table-size", &rows.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn socket_target(db: &MariaDb) -> Target {
+    resolve(&ConnArgs {
+        socket: Some(db.socket.clone()),
+        user: Some("root".into()),
+        no_defaults: true,
+        connect_timeout: 10,
+        query_timeout: 30,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn workload(kind: &str, tables: u32, rows: u64) -> Workload {
+    Workload {
+        kind: Kind::parse(kind).unwrap(),
+        tables,
+        table_size: rows,
+        mix: Mix::default(),
+        custom: Vec::new(),
+    }
+}
+
+fn config(threads: u32, secs: f64, client: Client) -> StepConfig {
+    StepConfig {
+        threads,
+        warmup: Duration::from_millis(200),
+        duration: Duration::from_secs_f64(secs),
+        rate: None,
+        report_interval: None,
+        label: "test".into(),
+        seed: 7,
+        client,
+    }
+}
+
+fn status(db: &MariaDb, name: &str) -> u64 {
+    db.sql(&format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn events(wc: &WireConnector, workers: u32) -> Client {
+    Client::Events {
+        connect: Arc::clone(wc),
+        workers,
+    }
+}
+
+/// One step; returns the outcome and the server's Com_stmt_execute over it.
+fn step(db: &MariaDb, cfg: &StepConfig, wl: &Workload, conn: &Connector) -> (StepOutcome, u64) {
+    let before = status(db, "Com_stmt_execute");
+    let o = run_step(cfg, wl, conn, &AtomicBool::new(false)).unwrap();
+    (o, status(db, "Com_stmt_execute") - before)
+}
+
+#[test]
+fn the_server_counts_what_the_clients_sent_and_deadlocks_are_retried() {
+    let Some(db) = start(&[]) else { return };
+    prepare(&db, "spinscope", 2, 2000);
+    prepare(&db, "hot", 1, 12);
+    let t = socket_target(&db);
+    let conn = connector(&t, Some("spinscope"));
+    let wc = wire_connector(&t, "spinscope");
+    for kind in ["point-select", "read-write"] {
+        let wl = workload(kind, 2, 2000);
+        for (name, client) in [
+            ("threads", Client::Threads),
+            ("events, 1 worker", events(&wc, 1)),
+            ("events, 2 workers", events(&wc, 2)),
+        ] {
+            let (o, server) = step(&db, &config(6, 0.6, client), &wl, &conn);
+            eprintln!(
+                "{kind}, {name}: {} txns, {} executes sent, server counted {server}",
+                o.txns, o.executes
+            );
+            assert!(o.txns > 0 && o.errors.is_empty(), "{kind}, {name}: {o:?}");
+            assert_eq!(o.executes, server, "{kind}, {name}");
+            // Every measured transaction is in the histogram and in a window.
+            assert_eq!(o.hist.len(), o.txns);
+            let per_window: f64 = o.windows_tps.iter().sum::<f64>() * o.window_s;
+            assert!((per_window - o.txns as f64).abs() < 0.5, "{o:?}");
+            if kind == "read-write" {
+                assert_eq!(o.queries, 20 * o.txns, "BEGIN + 18 statements + COMMIT");
+            } else {
+                assert_eq!(o.queries, o.txns);
+            }
+        }
+    }
+    // write-only from 16 clients on 12 rows: deadlocks, rolled back and run again, no errors.
+    let hot_conn = connector(&t, Some("hot"));
+    let hot_wc = wire_connector(&t, "hot");
+    let wl = workload("write-only", 1, 12);
+    let (o, server) = step(&db, &config(16, 1.5, events(&hot_wc, 2)), &wl, &hot_conn);
+    let retried: u64 = o.retries.values().sum();
+    eprintln!(
+        "write-only on 12 rows: {} txns, retries {:?}",
+        o.txns, o.retries
+    );
+    assert!(o.txns > 0 && o.errors.is_empty(), "{o:?}");
+    assert!(retried > 0, "no deadlock in {} transactions: {o:?}", o.txns);
+    assert!(
+        o.retries.keys().all(|k| k == "1213" || k == "1205"),
+        "{o:?}"
+    );
+    assert_eq!(o.executes, server);
+}
+
+#[test]
+fn killed_connections_reconnect_and_a_password_login_over_tcp_works() {
+    let Some(db) = start(&[]) else { return };
+    prepare(&db, "spinscope", 2, 1000);
+    let t = socket_target(&db);
+    let conn = connector(&t, Some("spinscope"));
+    let wc = wire_connector(&t, "spinscope");
+    let wl = workload("point-select", 2, 1000);
+    let killer = {
+        let sock = db.socket.clone();
+        let client = db.client();
+        let prog = client.get_program().to_owned();
+        let args: Vec<_> = client.get_args().map(|a| a.to_owned()).collect();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(900));
+            let run = |sql: &str| {
+                std::process::Command::new(&prog)
+                    .args(&args)
+                    .args(["-N", "-e", sql])
+                    .output()
+                    .unwrap()
+            };
+            let ids = run("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'spinscope' AND ID <> CONNECTION_ID()");
+            let ids = String::from_utf8_lossy(&ids.stdout).to_string();
+            for id in ids.split_whitespace() {
+                run(&format!("KILL CONNECTION {id}"));
+            }
+            drop(sock);
+            ids.split_whitespace().count()
+        })
+    };
+    let (o, server) = step(&db, &config(4, 2.0, events(&wc, 2)), &wl, &conn);
+    let killed = killer.join().unwrap();
+    eprintln!(
+        "killed {killed}: reconnects {}, errors {:?}, txns {}",
+        o.reconnects, o.errors, o.txns
+    );
+    assert!(killed >= 4, "the clients' connections were not found");
+    assert!(o.reconnects >= 4, "{o:?}");
+    assert!(o.txns > 0);
+    // Each killed client lost at most its transaction in flight.
+    assert!(o.errors.values().sum::<u64>() <= 4, "{o:?}");
+    // An execute written to a connection the server was closing is not counted there.
+    assert!(
+        o.executes >= server && o.executes <= server + killed as u64,
+        "{} sent, {server} counted",
+        o.executes
+    );
+
+    // A user with a password (mysql_native_password) over TCP.
+    db.sql("CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY 's3cret-pw'; GRANT ALL ON spinscope.* TO 'bench'@'127.0.0.1'");
+    let tcp = Target {
+        socket: None,
+        host: "127.0.0.1".into(),
+        port: db.port,
+        user: "bench".into(),
+        password: Some("s3cret-pw".into()),
+        ssl_mode: SslMode::Preferred,
+        ..t.clone()
+    };
+    let (o, server) = step(
+        &db,
+        &config(3, 0.5, events(&wire_connector(&tcp, "spinscope"), 1)),
+        &wl,
+        &connector(&tcp, Some("spinscope")),
+    );
+    assert!(o.txns > 0 && o.errors.is_empty(), "{o:?}");
+    assert_eq!(o.executes, server);
+    // A wrong password is the server's 1045, and the message has no password in it.
+    let bad = Target {
+        password: Some("wrong-pw".into()),
+        ..tcp
+    };
+    let e = wire_connector(&bad, "spinscope")().unwrap_err();
+    assert_eq!(e.code(), Some(1045), "{e}");
+    assert!(!e.to_string().contains("wrong-pw"), "{e}");
+}
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_server_offering_tls_gets_the_thread_client() {
+    let certs = tempfile::tempdir().unwrap();
+    openssl(
+        certs.path(),
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+        ],
+    );
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let Some(db) = start(&[
+        &format!("--ssl-cert={}", p("cert.pem")),
+        &format!("--ssl-key={}", p("key.pem")),
+    ]) else {
+        return;
+    };
+    prepare(&db, "spinscope", 1, 500);
+    let tcp = |mode| Target {
+        socket: None,
+        host: "127.0.0.1".into(),
+        port: db.port,
+        ssl_mode: mode,
+        ..socket_target(&db)
+    };
+    let wl = workload("point-select", 1, 500);
+    for (mode, tls_expected) in [(SslMode::Preferred, true), (SslMode::Disabled, false)] {
+        let t = tcp(mode);
+        let wc = wire_connector(&t, "spinscope");
+        // The event client's own connector refuses what would need TLS.
+        assert_eq!(wc().is_err(), tls_expected, "{mode:?}");
+        // (The mariadb command-line client reading the counter uses TLS itself: 1 accept.)
+        let before = status(&db, "Ssl_accepts");
+        let cfg = config(3, 0.5, events(&wc, 1));
+        let conn = connector(&t, Some("spinscope"));
+        let o = run_step(&cfg, &wl, &conn, &AtomicBool::new(false)).unwrap();
+        let accepts = status(&db, "Ssl_accepts") - before;
+        assert!(o.txns > 0 && o.errors.is_empty(), "{mode:?}: {o:?}");
+        // PREFERRED: the step fell back to the thread client, whose connections use TLS.
+        assert_eq!(
+            accepts >= 4,
+            tls_expected,
+            "{mode:?}: {accepts} TLS accepts"
+        );
+        assert!(
+            tls_expected || accepts <= 1,
+            "{mode:?}: {accepts} TLS accepts"
+        );
+    }
+}
