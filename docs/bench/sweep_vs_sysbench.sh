@@ -5,7 +5,7 @@
 # (load1: the machine's 1-minute load average when the run ended.)
 # Usage: [THREADS="8 64"] [CLIENTS="name=BINARY[,FLAG...] ..."] docs/bench/sweep_vs_sysbench.sh [SECONDS] [REPEATS]
 # CLIENTS: the spinscope runs of each pair, after sysbench's, e.g.
-#   CLIENTS="before=/tmp/old,--client,threads tasks=target/release/spinscope,--client,tasks"
+#   CLIENTS="threads=target/release/spinscope,--client,threads events=target/release/spinscope,--client,events"
 # (default: "spinscope=target/release/spinscope", its default client).
 set -euo pipefail
 SECS=${1:-8}; REPS=${2:-3}

@@ -39,9 +39,9 @@ pub type WireConnector =
 pub enum ClientKind {
     /// A few threads, each multiplexing its share of the connections (epoll), over
     /// spinscope's own protocol code; falls back to threads where that code cannot connect.
+    #[default]
     Events,
     /// One thread per connection over the mysql crate (blocking calls).
-    #[default]
     Threads,
 }
 
