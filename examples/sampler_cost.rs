@@ -16,12 +16,14 @@
 //! CPU of the server thread serving the sampler's session (`/proc/PID/task/TID/schedstat`, its
 //! TID from `information_schema.PROCESSLIST`): the sampler's own server cost, which stays
 //! measurable under a load that drowns the whole-process figure; and the achieved rate and
-//! longest gap of each series. The /proc plans run twice: reading every thread's stat at every
-//! sample (`_every`, as before the schedstat gate) and through the library's default gate.
+//! longest gap of each series. The /proc plans run in several ways: reading every thread's stat
+//! at every sample (`_every`, as before any gate), through the schedstat gate (`_sched`, the
+//! default before the taskstats group gate), through the library's default gate (the group
+//! gate, no suffix), and through the group gate without full reads (`_nofull`).
 //!
 //! With `fidelity` (no connection used) each 100 Hz /proc sample is taken twice back to back,
 //! by the sampler under test and then by an every-stat reader; the control pair is two
-//! every-stat readers: what the gate changes in the count, against the noise of two reads.
+//! every-stat readers: what each gate changes in the count, against the noise of two reads.
 
 use mysql::prelude::Queryable;
 use std::time::{Duration, Instant};
@@ -147,22 +149,28 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
     use spinscope::server::proc_threads::{Gate, DEFAULT_GATE};
     let stop = std::sync::atomic::AtomicBool::new(false);
     let every = Gate::Every;
-    let gated = DEFAULT_GATE;
+    let sched = Gate::Schedstat { full_every: 10 };
+    let group = DEFAULT_GATE;
+    let group_nofull = Gate::Group { full_every: 0 };
     let proc = |sql_hz: f64, proc_gate: Gate| BurstPlan {
         hz,
         sql_hz,
         proc_pid: Some(pid),
         proc_gate,
     };
-    // "_every": each thread's stat at each sample (as before the gate); the others use the
-    // library's default gate.
+    // "_every": each thread's stat at each sample (as before any gate); "_sched": the
+    // schedstat gate (the default before the taskstats group gate); no suffix: the library's
+    // default gate (the group gate with a full read every 10th sample); "_nofull": the group
+    // gate without full reads.
     let only = 1.0 / (secs * 10.0);
     let cands: Vec<(&str, BurstPlan)> = vec![
         ("sql_only", BurstPlan::sql_only(hz)),
-        ("proc_sql10_every", proc(10.0, every)),
-        ("proc_sql10", proc(10.0, gated)),
+        ("proc_sql10_sched", proc(10.0, sched)),
+        ("proc_sql10", proc(10.0, group)),
         ("proc_only_every", proc(only, every)),
-        ("proc_only", proc(only, gated)),
+        ("proc_only_sched", proc(only, sched)),
+        ("proc_only", proc(only, group)),
+        ("proc_only_nofull", proc(only, group_nofull)),
     ];
     let tid = session_tid(conn);
     let mut res: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cands.len() + 1];
@@ -225,11 +233,19 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
 /// samples where they differ, and the mean of (first - second).
 fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
     use spinscope::server::proc_threads::{Gate, ProcThreads, DEFAULT_GATE};
-    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct\thost_idle_pct");
+    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct\thost_idle_pct\tgroup_quiet_pct");
     for round in 0..rounds {
-        for (name, gate) in [("every", Gate::Every), ("gated", DEFAULT_GATE)] {
+        for (name, gate) in [
+            ("every", Gate::Every),
+            ("sched", Gate::Schedstat { full_every: 10 }),
+            ("group", DEFAULT_GATE),
+            ("group_nofull", Gate::Group { full_every: 0 }),
+        ] {
             let mut a = ProcThreads::open(pid).expect("server /proc");
             a.set_gate(gate);
+            if let Some(why) = a.gate_note() {
+                println!("# {name}: {why}; gate in use {:?}", a.gate());
+            }
             let mut b = ProcThreads::open(pid).expect("server /proc");
             let period = Duration::from_secs_f64(1.0 / hz);
             let start = Instant::now();
@@ -254,13 +270,14 @@ fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
             let nf = n.max(1) as f64;
             let (taken, idle) = a.samples();
             println!(
-                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}\t{:.1}",
+                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}\t{:.1}\t{:.1}",
                 sa as f64 / nf,
                 sb as f64 / nf,
                 differ as f64 / nf * 100.0,
                 diff as f64 / nf,
                 lower as f64 / nf * 100.0,
-                idle as f64 / taken.max(1) as f64 * 100.0
+                idle as f64 / taken.max(1) as f64 * 100.0,
+                a.group_quiet_samples() as f64 / taken.max(1) as f64 * 100.0
             );
         }
     }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The burst sampler's cost in each of its plans (examples/sampler_cost.rs, `plans` mode: SQL
 # counters only at 100 Hz; /proc running threads at 100 Hz with SQL at 10 or ~0 Hz, reading every
-# thread's stat at every sample ("_every") or through the schedstat gate), and what the gate
-# changes in the count (`fidelity` mode), against a
+# thread's stat at every sample ("_every"), through the schedstat gate ("_sched") or through the
+# taskstats group gate (the default; "_nofull" without its every-10th full read)), and what each
+# gate changes in the count (`fidelity` mode), against a
 # throwaway MariaDB (own datadir, socket and port in a temp dir, --user=root, as
 # tests/common/mariadb.rs does): idle, then under a 16-thread sysbench oltp_write_only load.
 # The server is stopped and the temp dir removed at exit.
@@ -44,8 +45,8 @@ echo "# idle: $ex SOCK $srv $secs 100 $rounds plans"
 "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" plans
 echo "# idle, fidelity: $ex SOCK $srv $secs 100 $rounds fidelity"
 "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" fidelity
-# A load that outlasts the measurement: (1 idle + 5 plans + 2 fidelity) x rounds x secs, plus slack.
-dur=$(( (8 * rounds + 2) * ${secs%.*} + 10 ))
+# A load that outlasts the measurement: (1 idle + 7 plans + 4 fidelity) x rounds x secs, plus slack.
+dur=$(( (12 * rounds + 2) * ${secs%.*} + 10 ))
 "${sb[@]}" --threads=16 --time="$dur" --report-interval=0 oltp_write_only run > "$dir/sb.txt" 2>&1 &
 load=$!
 sleep 2

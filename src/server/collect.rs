@@ -544,7 +544,9 @@ impl BurstSampler {
 
     /// How the /proc series counts (the words of `ProcSeries::source`), when it runs.
     pub fn proc_source(&self) -> Option<String> {
-        self.procs.as_ref().map(|p| proc_source(p.pid(), p.gate()))
+        self.procs
+            .as_ref()
+            .map(|p| proc_source(p.pid(), p.gate(), p.gate_note()))
     }
 
     /// Sample for `window_s` (see [`burst_sample_plan`]); `t_ms` counts from this window's
@@ -560,10 +562,7 @@ impl BurstSampler {
         let every = self.every;
         let session = self.session;
         let session_cpu0 = session.and_then(|(p, t)| super::proc_threads::thread_cpu_ns(p, t));
-        let proc_gate = self
-            .procs
-            .as_ref()
-            .map_or(self.plan.proc_gate, |p| p.gate());
+        let source = self.proc_source();
         let period = Duration::from_secs_f64(1.0 / hz.max(0.001));
         let window = Duration::from_secs_f64(window_s.max(0.0));
         let n_sql = (hz * window_s / every as f64) as usize + 8;
@@ -681,7 +680,7 @@ impl BurstSampler {
             interrupted,
             sql_hz: (!proc_points.is_empty() && every > 1).then(|| hz / every as f64),
             proc_running: (!proc_points.is_empty()).then(|| ProcSeries {
-                source: proc_source(pid, proc_gate),
+                source: source.unwrap_or_else(|| proc_source(pid, self.plan.proc_gate, None)),
                 pid,
                 target_hz: hz,
                 points: proc_points,
@@ -692,15 +691,32 @@ impl BurstSampler {
 }
 
 /// How the /proc series was counted, in words (the snapshot's `proc_running.source`).
-pub fn proc_source(pid: u32, gate: super::proc_threads::Gate) -> String {
-    format!(
-        "threads of server pid {pid} in state R (on a CPU or runnable; the sampler's own session excluded when its thread is known), /proc/{pid}/task/*/stat{}",
-        match gate {
-            super::proc_threads::Gate::Every => String::new(),
-            super::proc_threads::Gate::Schedstat { full_every } => format!(
-                " (a thread's stat read when its schedstat changed or it was R at its last read, every thread's every {full_every}th sample; none when /proc/loadavg shows nothing else runnable on the host)"
-            ),
+/// `gate_note` says why the gate asked for was not used (see `ProcThreads::gate_note`).
+pub fn proc_source(pid: u32, gate: super::proc_threads::Gate, gate_note: Option<&str>) -> String {
+    use super::proc_threads::Gate;
+    let full = |n: u32| {
+        if n == 0 {
+            String::new()
+        } else {
+            format!(", every thread's every {n}th sample")
         }
+    };
+    format!(
+        "threads of server pid {pid} in state R (on a CPU or runnable; the sampler's own session excluded when its thread is known), /proc/{pid}/task/*/stat{}{}",
+        match gate {
+            Gate::Every => String::new(),
+            Gate::Schedstat { full_every } => format!(
+                " (a thread's stat read when its schedstat changed or it was R at its last read{}; none when /proc/loadavg shows nothing else runnable on the host)",
+                full(full_every)
+            ),
+            Gate::Group { full_every } => format!(
+                " (none read when no thread was R at the last sample and the process's taskstats sums show no thread put on a CPU since, or /proc/loadavg shows nothing else runnable on the host; else a thread's stat read when its schedstat changed or it was R at its last read{})",
+                full(full_every)
+            ),
+        },
+        gate_note.map_or(String::new(), |n| format!(
+            "; the taskstats gate could not be used: {n}"
+        ))
     )
 }
 

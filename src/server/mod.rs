@@ -12,3 +12,4 @@ pub mod parse;
 pub mod proc_threads;
 pub mod rt_window;
 pub mod snapshot;
+pub mod taskstats;

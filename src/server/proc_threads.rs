@@ -8,12 +8,15 @@
 //! whenever its link count (the kernel's thread count) changes or a thread is gone, so threads
 //! started for new connections count at once.
 //!
-//! The client's cost is per thread per sample, so by default ([`DEFAULT_GATE`]) a thread's
-//! `stat` (about 3 us hot, 6 us cold on the benchmark VM) is read only when its `schedstat`
-//! (0.8 us) changed since the last sample, or it was in state R at its last read, and every
-//! thread's `stat` every 10th sample: a thread asleep at its last read that has not been on a
-//! CPU since is asleep still, unless it was woken and is queued for its first slice, which the
-//! next full read counts. (`schedstat`'s on-CPU + run-queue times alone would be cheaper still,
+//! The client's cost is per thread per sample, so by default ([`DEFAULT_GATE`]) a sample first
+//! asks the kernel's taskstats interface one question for the whole process
+//! ([`super::taskstats`]): when no thread was in state R at the last sample and no thread has
+//! been put on a CPU since, no thread file is read at all (an idle server). Otherwise a thread's
+//! `stat` is read only when its `schedstat` (cheaper) changed since the last sample, or it was
+//! in state R at its last read; and every thread's `stat` every 10th sample: a thread asleep at
+//! its last read that has not been on a CPU since is asleep still, unless it was woken and is
+//! queued for its first slice, which the next full read counts. Costs per read on the
+//! benchmark VMs are in docs/PERFORMANCE.md. (`schedstat`'s on-CPU + run-queue times alone would be cheaper still,
 //! but the kernel credits a queued thread's wait only when it next runs, so a 10 ms interval's
 //! mean from them comes in lumps; docs/PERFORMANCE.md.)
 
@@ -107,10 +110,23 @@ pub enum Gate {
     /// woken since its last read that has not yet had a CPU (queued since the wake-up) is
     /// counted at the next full sample or once it has run.
     Schedstat { full_every: u32 },
+
+    /// Before the schedstat gate, one taskstats request for the whole process
+    /// ([`super::taskstats`], about 1 us): when no thread was in state R at the last sample
+    /// and the process's sums (times put on a CPU, ns on a CPU, context switches) are what
+    /// they were then, no thread has been on a CPU since, and no per-thread file is read;
+    /// otherwise the sample goes through the schedstat gate. What it misses is what that gate
+    /// misses: a thread woken since and still queued for its first slice, counted once it
+    /// has run or at the next full read (every `full_every`-th sample; 0 = never, which
+    /// leaves the /proc/loadavg shortcut as the only exact check of an idle host). Falls back
+    /// to the schedstat gate where taskstats cannot be used (no `CAP_NET_ADMIN`, a kernel
+    /// without it); [`ProcThreads::gate_note`] says why.
+    Group { full_every: u32 },
 }
 
-/// The gate the sampler uses: a full read every 10th sample (10 Hz at 100 Hz).
-pub const DEFAULT_GATE: Gate = Gate::Schedstat { full_every: 10 };
+/// The gate the sampler uses: the group gate with a full read every 10th sample (10 Hz at
+/// 100 Hz).
+pub const DEFAULT_GATE: Gate = Gate::Group { full_every: 10 };
 
 /// One thread's open files and what its last reads said.
 struct Task {
@@ -140,6 +156,17 @@ pub struct ProcThreads {
     loadavg: Option<File>,
     /// Samples that `/proc/loadavg` answered alone (nothing else runnable on the host).
     host_idle_samples: u64,
+    /// The group gate's taskstats socket.
+    group: Option<super::taskstats::GroupStats>,
+    /// The group's sums read just before the last sample's per-thread reads, kept while
+    /// those reads found no thread in state R (the group gate compares against them).
+    quiet: Option<super::taskstats::GroupSums>,
+    /// Samples that the group's sums answered alone.
+    group_quiet_samples: u64,
+    /// Threads in state R at the last sample.
+    last_running: u32,
+    /// Why the gate asked for is not the one in use.
+    gate_note: Option<String>,
 }
 
 /// One sample.
@@ -182,6 +209,11 @@ impl ProcThreads {
             samples: 0,
             loadavg: File::open("/proc/loadavg").ok(),
             host_idle_samples: 0,
+            group: None,
+            quiet: None,
+            group_quiet_samples: 0,
+            last_running: 0,
+            gate_note: None,
         };
         p.count()?;
         Some(p)
@@ -200,7 +232,19 @@ impl ProcThreads {
     /// kernel keeps no scheduler statistics (its `schedstat` then reads `0 0 0`).
     pub fn set_gate(&mut self, gate: Gate) {
         self.gate = gate;
-        if let Gate::Schedstat { .. } = gate {
+        self.group = None;
+        self.quiet = None;
+        self.gate_note = None;
+        if let Gate::Group { full_every } = gate {
+            match super::taskstats::GroupStats::open(self.pid) {
+                Ok(g) => self.group = Some(g),
+                Err(why) => {
+                    self.gate = Gate::Schedstat { full_every };
+                    self.gate_note = Some(why);
+                }
+            }
+        }
+        if let Gate::Schedstat { .. } | Gate::Group { .. } = gate {
             let mut buf = [0u8; 64];
             let off = self
                 .tasks
@@ -210,6 +254,8 @@ impl ProcThreads {
                 .any(|zero| zero);
             if off {
                 self.gate = Gate::Every;
+                self.group = None;
+                self.gate_note = Some("no scheduler statistics in schedstat".into());
             }
         }
     }
@@ -218,9 +264,37 @@ impl ProcThreads {
         self.gate
     }
 
+    /// Why the gate in use is not the one asked for (taskstats refused, no schedstat).
+    pub fn gate_note(&self) -> Option<&str> {
+        self.gate_note.as_deref()
+    }
+
     /// (samples taken, samples that `/proc/loadavg` answered alone).
     pub fn samples(&self) -> (u64, u64) {
         (self.samples, self.host_idle_samples)
+    }
+
+    /// Samples that the group gate's taskstats sums answered alone.
+    pub fn group_quiet_samples(&self) -> u64 {
+        self.group_quiet_samples
+    }
+
+    /// A sample that read no thread file: every thread known asleep.
+    fn all_asleep(&mut self) -> Count {
+        let mut c = Count {
+            running: 0,
+            threads: 0,
+        };
+        for t in self
+            .tasks
+            .iter_mut()
+            .filter(|t| Some(t.tid) != self.exclude)
+        {
+            t.running = false;
+            c.threads += 1;
+        }
+        self.last_running = 0;
+        c
     }
 
     /// List the task directory again and keep the open files of threads still there.
@@ -258,16 +332,38 @@ impl ProcThreads {
     /// when its link count (the thread count) changed or a thread's stat could not be read
     /// (it exited, maybe replaced by a new one): listing costs more than reading ten stats.
     pub fn count(&mut self) -> Option<Count> {
+        let full = match self.gate {
+            Gate::Every => true,
+            Gate::Schedstat { full_every } => self.samples % u64::from(full_every.max(1)) == 0,
+            Gate::Group { full_every } => {
+                full_every > 0 && self.samples % u64::from(full_every) == 0
+            }
+        };
+        self.samples += 1;
+        // The group gate: one request for the whole process, made before any per-thread
+        // read, so that a thread put on a CPU after it shows in the next sample's sums. Asked
+        // only when the last sample found no thread R (under a load the sums always change).
+        // When they have not changed, no thread ran, so none started or exited either: the
+        // task list is still right without looking at the directory.
+        let before = match self.group.as_mut() {
+            Some(g) if self.last_running == 0 => g.read(),
+            _ => None,
+        };
+        if !full
+            && before
+                .zip(self.quiet)
+                .is_some_and(|(b, q)| same_activity(&b, &q))
+        {
+            // The comparison stays with the older sums: a thread put on a CPU since them
+            // changes the sums still.
+            self.group_quiet_samples += 1;
+            return Some(self.all_asleep());
+        }
         let nlink = self.dir.nlink()?;
         if self.listed_nlink != Some(nlink) {
             self.relist()?;
             self.listed_nlink = Some(nlink);
         }
-        let full = match self.gate {
-            Gate::Every => true,
-            Gate::Schedstat { full_every } => self.samples % u64::from(full_every.max(1)) == 0,
-        };
-        self.samples += 1;
         let gated = !matches!(self.gate, Gate::Every);
         let mut buf = [0u8; 512];
         let mut c = Count {
@@ -285,15 +381,11 @@ impl ProcThreads {
                 .is_some_and(|r| r <= 1);
         if host_idle {
             self.host_idle_samples += 1;
-            for t in self
-                .tasks
-                .iter_mut()
-                .filter(|t| Some(t.tid) != self.exclude)
-            {
-                t.running = false;
-                c.threads += 1;
+            // Sums read before this instant, with no thread R at it, serve as well.
+            if before.is_some() {
+                self.quiet = before;
             }
-            return Some(c);
+            return Some(self.all_asleep());
         }
         let mut gone = false;
         for t in self.tasks.iter_mut() {
@@ -329,8 +421,18 @@ impl ProcThreads {
         if gone {
             self.listed_nlink = None;
         }
+        // The next samples' comparison: the sums read just before reads that found no
+        // thread R (None when they found one, or none were read).
+        self.quiet = before.filter(|_| c.running == 0 && !gone);
+        self.last_running = c.running;
         Some(c)
     }
+}
+
+/// Whether two reads of a group's sums say that no thread of it has been put on a CPU, run,
+/// or switched between them.
+fn same_activity(a: &super::taskstats::GroupSums, b: &super::taskstats::GroupSums) -> bool {
+    (a.cpu_count, a.cpu_run_ns, a.nvcsw, a.nivcsw) == (b.cpu_count, b.cpu_run_ns, b.nvcsw, b.nivcsw)
 }
 
 #[cfg(test)]
@@ -436,6 +538,57 @@ mod tests {
         assert!(
             spinning.iter().all(|c| *c == busy),
             "{gated:?} {spinning:?}"
+        );
+    }
+
+    #[test]
+    fn the_group_gate_reads_nothing_while_asleep_and_sees_the_spin() {
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", "sleep 0.5; while :; do :; done"])
+            .spawn()
+            .expect("/bin/sh");
+        let mut p = ProcThreads::open(child.id()).expect("child's /proc");
+        p.set_gate(Gate::Group { full_every: 0 });
+        let gate = p.gate();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let asleep: Vec<Count> = (0..20)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                p.count().unwrap()
+            })
+            .collect();
+        let answered = p.group_quiet_samples() + p.samples().1;
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let mut spinning = Vec::new();
+        for _ in 0..10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            spinning.push(p.count().unwrap());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let idle = Count {
+            running: 0,
+            threads: 1,
+        };
+        assert!(asleep.iter().all(|c| *c == idle), "{asleep:?}");
+        match p.gate_note() {
+            // taskstats answered (root): after the first two samples of the sleeping child,
+            // the sums (or /proc/loadavg) answer alone.
+            None => {
+                assert_eq!(gate, Gate::Group { full_every: 0 });
+                assert!(answered >= 15, "{answered} of 20 samples without reads");
+            }
+            // Not root: the schedstat gate, and it says why.
+            Some(why) => assert!(matches!(gate, Gate::Schedstat { .. }), "{why}"),
+        }
+        // With no full reads at all, the spin is seen through the sums.
+        assert!(
+            spinning.iter().all(|c| *c
+                == Count {
+                    running: 1,
+                    threads: 1
+                }),
+            "{spinning:?}"
         );
     }
 
