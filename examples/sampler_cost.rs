@@ -39,6 +39,16 @@ fn server_cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
+/// The host's stolen time so far (ticks of 1/100 s, all CPUs; `/proc/stat`'s eighth field):
+/// time the hypervisor ran something else while a vCPU wanted to run, which a thread's CPU
+/// clock counts as its own.
+fn steal_ticks() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| s.lines().next()?.split_whitespace().nth(8)?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -172,18 +182,29 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
         ("proc_only", proc(only, group)),
         ("proc_only_nofull", proc(only, group_nofull)),
     ];
+    // SAMPLER_PLANS=a,b,... runs only those plans.
+    let only_plans = std::env::var("SAMPLER_PLANS").ok();
+    let cands: Vec<(&str, BurstPlan)> = cands
+        .into_iter()
+        .filter(|(n, _)| {
+            only_plans
+                .as_deref()
+                .is_none_or(|o| o.split(',').any(|x| x == *n))
+        })
+        .collect();
     let tid = session_tid(conn);
     let mut res: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cands.len() + 1];
-    println!("round\tplan\tsql_samples\tsql_hz\tsql_gap_ms\tproc_samples\tproc_hz\tproc_gap_ms\tserver_pct_core\tsession_pct_core\tclient_pct_core\trtt_p50_us\tproc_running_max");
+    println!("round\tplan\tsql_samples\tsql_hz\tsql_gap_ms\tproc_samples\tproc_hz\tproc_gap_ms\tserver_pct_core\tsession_pct_core\tclient_pct_core\trtt_p50_us\tproc_running_max\tproc_threads_max\thost_steal_pct_cpu");
     for round in 0..rounds {
         let s0 = server_cpu_ns(pid);
         std::thread::sleep(Duration::from_secs_f64(secs));
         let idle = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (secs * 1e9) * 100.0;
-        println!("{round}\tnone\t0\t0\t0\t0\t0\t0\t{idle:.3}\t0\t0\t0\t0");
+        println!("{round}\tnone\t0\t0\t0\t0\t0\t0\t{idle:.3}\t0\t0\t0\t0\t0\t0");
         res[cands.len()].push((idle, 0.0, 0.0));
         for (i, (name, plan)) in cands.iter().enumerate() {
             let s0 = server_cpu_ns(pid);
             let t0 = thread_ns(pid, tid);
+            let st0 = steal_ticks();
             let start = Instant::now();
             let mut notes = Vec::new();
             let r = burst_sample_plan(conn, plan, secs, &stop, &mut notes);
@@ -191,12 +212,18 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
             let spct = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (el * 1e9) * 100.0;
             let sess = (thread_ns(pid, tid) - t0) as f64 / (el * 1e9) * 100.0;
             let cpct = r.sampler_cpu_ns as f64 / (el * 1e9) * 100.0;
+            let steal = steal_ticks().saturating_sub(st0) as f64 / el; // ticks/s = % of a CPU
             let st = spinscope::doctor::burst::stats(&r, 2.0).expect("samples");
             let (pn, phz, pgap, pmax) = st.proc_running.as_ref().map_or((0, 0.0, 0.0, 0.0), |p| {
                 (p.samples, p.achieved_hz, p.longest_gap_ms, p.running.max)
             });
+            let tmax = r
+                .proc_running
+                .as_ref()
+                .and_then(|p| p.points.iter().map(|x| x.threads).max())
+                .unwrap_or(0);
             println!(
-                "{round}\t{name}\t{}\t{:.1}\t{:.1}\t{pn}\t{phz:.1}\t{pgap:.1}\t{spct:.3}\t{sess:.3}\t{cpct:.3}\t{:.0}\t{pmax}",
+                "{round}\t{name}\t{}\t{:.1}\t{:.1}\t{pn}\t{phz:.1}\t{pgap:.1}\t{spct:.3}\t{sess:.3}\t{cpct:.3}\t{:.0}\t{pmax}\t{tmax}\t{steal:.2}",
                 st.samples, st.achieved_hz, st.longest_gap_ms, r.query_p50_us
             );
             for n in notes {
@@ -233,7 +260,7 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
 /// samples where they differ, and the mean of (first - second).
 fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
     use spinscope::server::proc_threads::{Gate, ProcThreads, DEFAULT_GATE};
-    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct\thost_idle_pct\tgroup_quiet_pct");
+    println!("round\tfirst\tsamples\tfirst_mean\tfull_mean\tdiffer_pct\tmean_first_minus_full\tfirst_lower_pct\thost_idle_pct\tgroup_quiet_pct\tthreads_mean\tschedstat_reads_per_sample\tstat_reads_per_sample");
     for round in 0..rounds {
         for (name, gate) in [
             ("every", Gate::Every),
@@ -250,8 +277,8 @@ fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
             let period = Duration::from_secs_f64(1.0 / hz);
             let start = Instant::now();
             let mut next = start;
-            let (mut n, mut sa, mut sb, mut differ, mut lower, mut diff) =
-                (0u64, 0u64, 0u64, 0u64, 0u64, 0i64);
+            let (mut n, mut sa, mut sb, mut differ, mut lower, mut diff, mut threads) =
+                (0u64, 0u64, 0u64, 0u64, 0u64, 0i64, 0u64);
             while start.elapsed().as_secs_f64() < secs {
                 next += period;
                 if let Some(d) = next.checked_duration_since(Instant::now()) {
@@ -261,6 +288,7 @@ fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
                     break;
                 };
                 n += 1;
+                threads += u64::from(x.threads);
                 sa += u64::from(x.running);
                 sb += u64::from(y.running);
                 differ += u64::from(x.running != y.running);
@@ -270,14 +298,17 @@ fn fidelity(pid: u32, secs: f64, hz: f64, rounds: usize) {
             let nf = n.max(1) as f64;
             let (taken, idle) = a.samples();
             println!(
-                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}\t{:.1}\t{:.1}",
+                "{round}\t{name}\t{n}\t{:.3}\t{:.3}\t{:.2}\t{:.4}\t{:.2}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}",
                 sa as f64 / nf,
                 sb as f64 / nf,
                 differ as f64 / nf * 100.0,
                 diff as f64 / nf,
                 lower as f64 / nf * 100.0,
                 idle as f64 / taken.max(1) as f64 * 100.0,
-                a.group_quiet_samples() as f64 / taken.max(1) as f64 * 100.0
+                a.group_quiet_samples() as f64 / taken.max(1) as f64 * 100.0,
+                threads as f64 / nf,
+                a.reads().0 as f64 / taken.max(1) as f64,
+                a.reads().1 as f64 / taken.max(1) as f64
             );
         }
     }

@@ -106,7 +106,7 @@ pub enum Gate {
     Every,
     /// Every thread's `schedstat` (about 0.8 us) at every sample, and its `stat` only when the
     /// thread was in state R at its last read or has been on a CPU since (its `schedstat`
-    /// changed); every `full_every`-th sample reads every `stat`. What it misses: a thread
+    /// changed); every `full_every`-th sample reads every `stat` (0 = never). What it misses: a thread
     /// woken since its last read that has not yet had a CPU (queued since the wake-up) is
     /// counted at the next full sample or once it has run.
     Schedstat { full_every: u32 },
@@ -115,10 +115,12 @@ pub enum Gate {
     /// ([`super::taskstats`], about 1 us): when no thread was in state R at the last sample
     /// and the process's sums (times put on a CPU, ns on a CPU, context switches) are what
     /// they were then, no thread has been on a CPU since, and no per-thread file is read;
-    /// otherwise the sample goes through the schedstat gate. What it misses is what that gate
-    /// misses: a thread woken since and still queued for its first slice, counted once it
-    /// has run or at the next full read (every `full_every`-th sample; 0 = never, which
-    /// leaves the /proc/loadavg shortcut as the only exact check of an idle host). Falls back
+    /// otherwise the sample goes through the schedstat gate, with its full read every
+    /// `full_every`-th sample (0 = never) made only while the process is not quiet. What it
+    /// misses: a thread woken since the last sample and still queued for its first slice at
+    /// the sample instant (counted once it has run; while the process is active, also at the
+    /// next full read). Where /proc/loadavg shows nothing else runnable on the host, nothing
+    /// is queued and the count is exact. Falls back
     /// to the schedstat gate where taskstats cannot be used (no `CAP_NET_ADMIN`, a kernel
     /// without it); [`ProcThreads::gate_note`] says why.
     Group { full_every: u32 },
@@ -165,6 +167,8 @@ pub struct ProcThreads {
     group_quiet_samples: u64,
     /// Threads in state R at the last sample.
     last_running: u32,
+    /// Per-thread files read so far: (`schedstat`, `stat`).
+    reads: (u64, u64),
     /// Why the gate asked for is not the one in use.
     gate_note: Option<String>,
 }
@@ -213,6 +217,7 @@ impl ProcThreads {
             quiet: None,
             group_quiet_samples: 0,
             last_running: 0,
+            reads: (0, 0),
             gate_note: None,
         };
         p.count()?;
@@ -272,6 +277,11 @@ impl ProcThreads {
     /// (samples taken, samples that `/proc/loadavg` answered alone).
     pub fn samples(&self) -> (u64, u64) {
         (self.samples, self.host_idle_samples)
+    }
+
+    /// Per-thread files read so far: (`schedstat`, `stat`).
+    pub fn reads(&self) -> (u64, u64) {
+        self.reads
     }
 
     /// Samples that the group gate's taskstats sums answered alone.
@@ -334,8 +344,7 @@ impl ProcThreads {
     pub fn count(&mut self) -> Option<Count> {
         let full = match self.gate {
             Gate::Every => true,
-            Gate::Schedstat { full_every } => self.samples % u64::from(full_every.max(1)) == 0,
-            Gate::Group { full_every } => {
+            Gate::Schedstat { full_every } | Gate::Group { full_every } => {
                 full_every > 0 && self.samples % u64::from(full_every) == 0
             }
         };
@@ -349,10 +358,12 @@ impl ProcThreads {
             Some(g) if self.last_running == 0 => g.read(),
             _ => None,
         };
-        if !full
-            && before
-                .zip(self.quiet)
-                .is_some_and(|(b, q)| same_activity(&b, &q))
+        // A quiet process skips the full read too: it is there for a thread woken and still
+        // queued at the sample, and on a quiet server it costs more than all else (every
+        // thread's stat, cold); docs/PERFORMANCE.md.
+        if before
+            .zip(self.quiet)
+            .is_some_and(|(b, q)| same_activity(&b, &q))
         {
             // The comparison stays with the older sums: a thread put on a CPU since them
             // changes the sums still.
@@ -399,6 +410,7 @@ impl ProcThreads {
             if gated && t.running {
                 t.sched_len = 0;
             } else if gated {
+                self.reads.0 += 1;
                 if let Some(b) = t.sched.as_ref().and_then(|f| reread(f, &mut buf)) {
                     let n = b.len().min(64);
                     ran = t.sched_last[..t.sched_len as usize] != b[..n];
@@ -407,6 +419,7 @@ impl ProcThreads {
                 }
             }
             if full || ran || t.running {
+                self.reads.1 += 1;
                 let Some(state) = reread(&t.stat, &mut buf).and_then(parse_state) else {
                     gone = true; // list again next time
                     continue;
