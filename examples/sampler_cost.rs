@@ -194,12 +194,12 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
         .collect();
     let tid = session_tid(conn);
     let mut res: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cands.len() + 1];
-    println!("round\tplan\tsql_samples\tsql_hz\tsql_gap_ms\tproc_samples\tproc_hz\tproc_gap_ms\tserver_pct_core\tsession_pct_core\tclient_pct_core\trtt_p50_us\tproc_running_max\tproc_threads_max\thost_steal_pct_cpu");
+    println!("round\tplan\tsql_samples\tsql_hz\tsql_gap_ms\tproc_samples\tproc_hz\tproc_gap_ms\tserver_pct_core\tsession_pct_core\tclient_pct_core\trtt_p50_us\tproc_running_max\tproc_threads_max\thost_steal_pct_cpu\tclient_us_per_sample");
     for round in 0..rounds {
         let s0 = server_cpu_ns(pid);
         std::thread::sleep(Duration::from_secs_f64(secs));
         let idle = (server_cpu_ns(pid) as f64 - s0 as f64).max(0.0) / (secs * 1e9) * 100.0;
-        println!("{round}\tnone\t0\t0\t0\t0\t0\t0\t{idle:.3}\t0\t0\t0\t0\t0\t0");
+        println!("{round}\tnone\t0\t0\t0\t0\t0\t0\t{idle:.3}\t0\t0\t0\t0\t0\t0\t0");
         res[cands.len()].push((idle, 0.0, 0.0));
         for (i, (name, plan)) in cands.iter().enumerate() {
             let s0 = server_cpu_ns(pid);
@@ -222,8 +222,10 @@ fn plans(conn: &mut mysql::Conn, pid: u32, secs: f64, hz: f64, rounds: usize) {
                 .as_ref()
                 .and_then(|p| p.points.iter().map(|x| x.threads).max())
                 .unwrap_or(0);
+            // Per sample of the faster series: comparable when a disturbed round lost rate.
+            let per_sample_us = r.sampler_cpu_ns as f64 / 1e3 / (pn.max(st.samples).max(1) as f64);
             println!(
-                "{round}\t{name}\t{}\t{:.1}\t{:.1}\t{pn}\t{phz:.1}\t{pgap:.1}\t{spct:.3}\t{sess:.3}\t{cpct:.3}\t{:.0}\t{pmax}\t{tmax}\t{steal:.2}",
+                "{round}\t{name}\t{}\t{:.1}\t{:.1}\t{pn}\t{phz:.1}\t{pgap:.1}\t{spct:.3}\t{sess:.3}\t{cpct:.3}\t{:.0}\t{pmax}\t{tmax}\t{steal:.2}\t{per_sample_us:.1}",
                 st.samples, st.achieved_hz, st.longest_gap_ms, r.query_p50_us
             );
             for n in notes {

@@ -7,7 +7,7 @@
 # throwaway MariaDB (own datadir, socket and port in a temp dir, --user=root, as
 # tests/common/mariadb.rs does): idle, then under a 16-thread sysbench oltp_write_only load.
 # The server is stopped and the temp dir removed at exit.
-# Between the two, the idle server holding SAMPLER_IDLE_CONNS (150) idle connections.
+# Then the idle server holding SAMPLER_IDLE_CONNS (150) idle connections.
 # Each plan line also gives the host's stolen time over it (% of one CPU, /proc/stat), which a
 # thread's CPU clock counts as the thread's own on a VM.
 # Usage: sampler_plans.sh [SECONDS] [ROUNDS]   (defaults 5 3; needs sysbench, a release build
@@ -49,24 +49,6 @@ echo "# idle: $ex SOCK $srv $secs 100 $rounds plans"
 "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" plans
 echo "# idle, fidelity: $ex SOCK $srv $secs 100 $rounds fidelity"
 "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" fidelity
-# The idle server again, holding N idle connections (a connection pool's worth, one server
-# thread each): what the per-thread reads cost grows with them, the group gate's does not.
-# Each client reads its statements from a FIFO that never delivers any.
-conns=${SAMPLER_IDLE_CONNS:-150}
-mkfifo "$dir/hold"; exec 9<>"$dir/hold"
-for _ in $(seq "$conns"); do
-  mariadb --no-defaults -S "$dir/sock" -uroot < "$dir/hold" > /dev/null 2>&1 &
-  idlers+=($!)
-done
-sleep 3
-echo "# idle with $conns idle connections ($(mariadb --no-defaults -S "$dir/sock" -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2) connected; load $(cut -d' ' -f1-3 /proc/loadavg))"
-SAMPLER_PLANS=proc_sql10_sched,proc_sql10,proc_only_every,proc_only_sched,proc_only,proc_only_nofull \
-  "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" plans
-echo "# idle with $conns idle connections, fidelity"
-"$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" fidelity
-for p in "${idlers[@]}"; do kill "$p" 2>/dev/null || true; done
-for p in "${idlers[@]}"; do wait "$p" 2>/dev/null || true; done
-idlers=(); exec 9>&-
 # A load that outlasts the measurement: (1 idle + 7 plans + 4 fidelity) x rounds x secs, plus slack.
 dur=$(( (12 * rounds + 2) * ${secs%.*} + 10 ))
 "${sb[@]}" --threads=16 --time="$dur" --report-interval=0 oltp_write_only run > "$dir/sb.txt" 2>&1 &
@@ -78,3 +60,22 @@ echo "# under the load, fidelity"
 "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" fidelity
 kill "$load" 2>/dev/null || true; wait "$load" 2>/dev/null || true; load=""
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+# Last (their server threads stay in the thread cache after they leave): the idle server
+# again, holding N idle connections (a connection pool's worth, one server
+# thread each): what the per-thread reads cost grows with them, the group gate's does not.
+# Each client reads its statements from a FIFO that never delivers any.
+conns=${SAMPLER_IDLE_CONNS:-150}
+mkfifo "$dir/hold"; exec 9<>"$dir/hold"
+for _ in $(seq "$conns"); do
+  mariadb --no-defaults -S "$dir/sock" -uroot < "$dir/hold" > /dev/null 2>&1 &
+  idlers+=($!)
+done
+sleep 5
+echo "# idle with $conns idle connections ($(mariadb --no-defaults -S "$dir/sock" -uroot -N -e "SHOW GLOBAL STATUS LIKE 'Threads_connected'" | cut -f2) connected; load $(cut -d' ' -f1-3 /proc/loadavg))"
+SAMPLER_PLANS=proc_sql10_sched,proc_sql10,proc_only_every,proc_only_sched,proc_only,proc_only_nofull \
+  "$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" plans
+echo "# idle with $conns idle connections, fidelity"
+"$ex" "$dir/sock" "$srv" "$secs" 100 "$rounds" fidelity
+for p in "${idlers[@]}"; do kill "$p" 2>/dev/null || true; done
+for p in "${idlers[@]}"; do wait "$p" 2>/dev/null || true; done
+idlers=(); exec 9>&-
