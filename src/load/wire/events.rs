@@ -1,7 +1,11 @@
 //! The event client: a worker OS thread owns a share of the step's connections and drives them
 //! all from one epoll set, each connection a small state machine over nonblocking sockets
 //! speaking [`super::codec`]. A worker sleeps once for whichever of its sockets answers first
-//! instead of every connection's thread blocking and waking once per query.
+//! instead of every connection's thread blocking and waking once per query. The requests of one
+//! round (after the ready sockets were read) go out in one io_uring submission: each send wakes
+//! a server thread, and sent one by one every wake-up preempted the worker on return from
+//! `send`; submitted together the worker is preempted once per round. Without io_uring (an
+//! older kernel, a seccomp filter, `SPINSCOPE_NO_URING` set) each request is a plain `send`.
 //!
 //! What a step measures is the thread client's, line for line (see `load::driver`): one
 //! outstanding transaction per connection (closed loop) or the same per-client schedule (open
@@ -134,6 +138,10 @@ struct Cl {
     retry_err: Option<WireError>,
     /// The server closed the connection while no request was out.
     lost: bool,
+    /// A send of `out` is queued on the worker's io_uring, not completed yet.
+    send_queued: bool,
+    /// Bumped with every new connection, so a completion of an old one's send is ignored.
+    generation: u32,
 }
 
 /// Prepare the workload's statements on a blocking connection (before the step, or after a
@@ -155,6 +163,10 @@ struct Worker<'a, 'b> {
     end: Instant,
     period: Option<Duration>,
     scratch: Vec<u8>,
+    /// Sends of one round queued here and submitted in one system call before the worker
+    /// waits (None: plain `send` per request, also where io_uring is not available).
+    ring: Option<io_uring::IoUring>,
+    queued: usize,
 }
 
 /// Run a worker's share of the clients for one step; returns their results in share order.
@@ -193,6 +205,8 @@ pub(crate) fn worker(
             retry_at: Instant::now(),
             retry_err: None,
             lost: false,
+            send_queued: false,
+            generation: 0,
         });
     }
     let ep = Epoll::new();
@@ -210,6 +224,7 @@ pub(crate) fn worker(
     };
     let end = t0 + x.cfg.warmup + x.cfg.duration;
     let period = x.period();
+    let cls_len = cls.len();
     let mut w = Worker {
         x,
         wc,
@@ -218,6 +233,12 @@ pub(crate) fn worker(
         end,
         period,
         scratch: vec![0u8; 65536],
+        ring: if std::env::var_os("SPINSCOPE_NO_URING").is_some() {
+            None
+        } else {
+            io_uring::IoUring::new((cls_len * 2).next_power_of_two().clamp(8, 4096) as u32).ok()
+        },
+        queued: 0,
     };
     for i in 0..w.cls.len() {
         let c = &mut w.cls[i];
@@ -304,6 +325,7 @@ impl Worker<'_, '_> {
                     _ => {}
                 }
             }
+            self.submit_sends();
             let timeout = wake.saturating_duration_since(Instant::now()).min(MAX_WAIT);
             let n = self.ep.wait(&mut evs, timeout);
             for ev in &evs[..n] {
@@ -407,6 +429,31 @@ impl Worker<'_, '_> {
         let Some(conn) = c.conn.as_mut() else {
             return;
         };
+        if let Some(ring) = self.ring.as_mut() {
+            if !c.want_out && !c.send_queued && c.out_at < c.out.len() {
+                let rest = &c.out[c.out_at..];
+                let fd = io_uring::types::Fd(conn.stream.as_raw_fd());
+                let sqe = io_uring::opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(u64::from(c.generation) << 32 | i as u64);
+                // SAFETY: `out` is not touched until this send's completion is reaped (a new
+                // request is built only after the answer to this one), and the socket is not
+                // closed while the send is queued (`drop_conn` submits first).
+                let mut pushed = unsafe { ring.submission().push(&sqe).is_ok() };
+                if !pushed {
+                    // The queue is full: submit what is there (completions are reaped later).
+                    let _ = ring.submit();
+                    // SAFETY: as above.
+                    pushed = unsafe { ring.submission().push(&sqe).is_ok() };
+                }
+                if pushed {
+                    c.send_queued = true;
+                    self.queued += 1;
+                    return;
+                }
+            }
+        }
         while c.out_at < c.out.len() {
             match conn.stream.write(&c.out[c.out_at..]) {
                 Ok(0) => {
@@ -439,6 +486,55 @@ impl Worker<'_, '_> {
 
     fn failed_io(&mut self, i: usize, e: io::Error) {
         self.on_error(i, WireError::Io(e));
+    }
+
+    /// Submit the queued sends in one system call and act on their completions (which may
+    /// queue more: repeated until none is left).
+    fn submit_sends(&mut self) {
+        let mut done: Vec<(u64, i32)> = Vec::new();
+        for _ in 0..64 {
+            let Some(ring) = self.ring.as_mut() else {
+                return;
+            };
+            if self.queued == 0 {
+                return;
+            }
+            if let Err(e) = ring.submit() {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+            }
+            done.clear();
+            done.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+            for &(ud, res) in &done {
+                let (generation, i) = ((ud >> 32) as u32, (ud & 0xffff_ffff) as usize);
+                let Some(c) = self.cls.get_mut(i) else {
+                    continue;
+                };
+                if c.generation != generation || !c.send_queued {
+                    continue;
+                }
+                c.send_queued = false;
+                self.queued = self.queued.saturating_sub(1);
+                if res < 0 {
+                    if -res == libc::EAGAIN {
+                        // The socket is full: the plain path waits for writability.
+                        self.flush(i);
+                    } else {
+                        self.failed_io(i, io::Error::from_raw_os_error(-res));
+                    }
+                } else {
+                    c.out_at += res as usize;
+                    if c.out_at < c.out.len() {
+                        self.flush(i);
+                    }
+                }
+            }
+            if done.is_empty() {
+                // Nothing completed yet (an asynchronous send): reaped after the next wait.
+                return;
+            }
+        }
     }
 
     /// Read what the socket has and act on a complete response.
@@ -571,9 +667,8 @@ impl Worker<'_, '_> {
             State::Rollback(After::CutOff) => self.end_txn(i, e.is_connection_error()),
             State::Rollback(After::Failed) => self.end_txn(i, true),
             State::Idle | State::Down => {
-                let c = &mut self.cls[i];
-                c.lost = true;
-                c.conn = None;
+                self.drop_conn(i);
+                self.cls[i].lost = true;
             }
         }
     }
@@ -620,13 +715,28 @@ impl Worker<'_, '_> {
     }
 
     fn down(&mut self, i: usize) {
+        self.drop_conn(i);
         let c = &mut self.cls[i];
-        c.conn = None;
         c.store = None;
         c.lost = false;
         c.want_out = false;
         c.state = State::Down;
         c.retry_at = Instant::now();
+    }
+
+    /// Close client `i`'s connection; a send still queued for it is submitted first, so it
+    /// never reaches a socket that reused the descriptor.
+    fn drop_conn(&mut self, i: usize) {
+        if self.cls[i].send_queued {
+            if let Some(ring) = self.ring.as_mut() {
+                let _ = ring.submit();
+            }
+            self.queued = self.queued.saturating_sub(1);
+            self.cls[i].send_queued = false;
+        }
+        let c = &mut self.cls[i];
+        c.generation = c.generation.wrapping_add(1);
+        c.conn = None;
     }
 
     /// Reconnect client `i` (blocking: connect, authenticate, prepare) and go on.
