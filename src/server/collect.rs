@@ -710,8 +710,8 @@ pub fn proc_source(pid: u32, gate: super::proc_threads::Gate, gate_note: Option<
                 full(full_every)
             ),
             Gate::Group { full_every } => format!(
-                " (none read when no thread was R at the last sample and the process's taskstats sums show no thread put on a CPU since, or /proc/loadavg shows nothing else runnable on the host; else a thread's stat read when its schedstat changed or it was R at its last read{})",
-                full(full_every).replace("sample", "sample while the process is active")
+                " (none read when no thread was R at the last sample and the process's taskstats sums show no thread put on a CPU since, or /proc/loadavg shows nothing else runnable on the host; else a thread's stat read when its schedstat changed or it was R at its last read{}, unless /proc/loadavg shows nothing else runnable)",
+                full(full_every)
             ),
         },
         gate_note.map_or(String::new(), |n| format!(

@@ -115,12 +115,11 @@ pub enum Gate {
     /// ([`super::taskstats`], about 1 us): when no thread was in state R at the last sample
     /// and the process's sums (times put on a CPU, ns on a CPU, context switches) are what
     /// they were then, no thread has been on a CPU since, and no per-thread file is read;
-    /// otherwise the sample goes through the schedstat gate, with its full read every
-    /// `full_every`-th sample (0 = never) made only while the process is not quiet. What it
-    /// misses: a thread woken since the last sample and still queued for its first slice at
-    /// the sample instant (counted once it has run; while the process is active, also at the
-    /// next full read). Where /proc/loadavg shows nothing else runnable on the host, nothing
-    /// is queued and the count is exact. Falls back
+    /// otherwise the sample goes through the schedstat gate; every `full_every`-th sample
+    /// (0 = never) reads every thread's `stat` unless /proc/loadavg shows nothing else
+    /// runnable on the host. What it misses: a thread woken since the last sample and still
+    /// queued for its first slice at the sample instant, counted once it has run or at the
+    /// next full read (on a busy host such a wait can last many samples). Falls back
     /// to the schedstat gate where taskstats cannot be used (no `CAP_NET_ADMIN`, a kernel
     /// without it); [`ProcThreads::gate_note`] says why.
     Group { full_every: u32 },
@@ -358,12 +357,13 @@ impl ProcThreads {
             Some(g) if self.last_running == 0 => g.read(),
             _ => None,
         };
-        // A quiet process skips the full read too: it is there for a thread woken and still
-        // queued at the sample, and on a quiet server it costs more than all else (every
-        // thread's stat, cold); docs/PERFORMANCE.md.
-        if before
-            .zip(self.quiet)
-            .is_some_and(|(b, q)| same_activity(&b, &q))
+        // A full sample still reads (unless /proc/loadavg shows the host idle): a thread
+        // woken and still queued for a CPU does not move the sums, and on a busy host it can
+        // wait there for many samples (docs/PERFORMANCE.md measured such misses without it).
+        if !full
+            && before
+                .zip(self.quiet)
+                .is_some_and(|(b, q)| same_activity(&b, &q))
         {
             // The comparison stays with the older sums: a thread put on a CPU since them
             // changes the sums still.
