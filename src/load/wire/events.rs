@@ -4,8 +4,10 @@
 //! instead of every connection's thread blocking and waking once per query. The requests of one
 //! round (after the ready sockets were read) go out in one io_uring submission: each send wakes
 //! a server thread, and sent one by one every wake-up preempted the worker on return from
-//! `send`; submitted together the worker is preempted once per round. Without io_uring (an
-//! older kernel, a seccomp filter, `SPINSCOPE_NO_URING` set) each request is a plain `send`.
+//! `send`; submitted together the worker is preempted once per round. A round of one request,
+//! and every request without io_uring (an older kernel, a seccomp filter, `SPINSCOPE_NO_URING`
+//! set), is a plain `send`. No send is left queued between rounds: a round is submitted and its
+//! completions reaped before the worker does anything else.
 //!
 //! What a step measures is the thread client's, line for line (see `load::driver`): one
 //! outstanding transaction per connection (closed loop) or the same per-client schedule (open
@@ -32,6 +34,8 @@ use crate::load::{stopped, WireConnector};
 pub const DRAIN: Duration = Duration::from_secs(10);
 /// Pause between reconnect attempts (as the thread client's).
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// Fewest requests of a round sent through io_uring; smaller rounds use plain `send`.
+const URING_MIN: usize = 2;
 /// Longest sleep in one wait, so the end and the stop flag are seen soon.
 const MAX_WAIT: Duration = Duration::from_millis(50);
 
@@ -138,7 +142,7 @@ struct Cl {
     retry_err: Option<WireError>,
     /// The server closed the connection while no request was out.
     lost: bool,
-    /// A send of `out` is queued on the worker's io_uring, not completed yet.
+    /// Its request waits in the worker's round of sends (`Worker::pending`).
     send_queued: bool,
     /// Bumped with every new connection, so a completion of an old one's send is ignored.
     generation: u32,
@@ -163,10 +167,11 @@ struct Worker<'a, 'b> {
     end: Instant,
     period: Option<Duration>,
     scratch: Vec<u8>,
-    /// Sends of one round queued here and submitted in one system call before the worker
-    /// waits (None: plain `send` per request, also where io_uring is not available).
+    /// The round's sends are submitted on it in one system call before the worker waits
+    /// (None: a plain `send` per request, also where io_uring is not available).
     ring: Option<io_uring::IoUring>,
-    queued: usize,
+    /// Clients whose request waits for the end of the round.
+    pending: Vec<usize>,
 }
 
 /// Run a worker's share of the clients for one step; returns their results in share order.
@@ -238,7 +243,7 @@ pub(crate) fn worker(
         } else {
             io_uring::IoUring::new((cls_len * 2).next_power_of_two().clamp(8, 4096) as u32).ok()
         },
-        queued: 0,
+        pending: Vec::with_capacity(cls_len),
     };
     for i in 0..w.cls.len() {
         let c = &mut w.cls[i];
@@ -425,34 +430,23 @@ impl Worker<'_, '_> {
 
     /// Write what is left of the request; wait for writability when the socket is full.
     fn flush(&mut self, i: usize) {
+        self.flush_with(i, true);
+    }
+
+    /// [`Worker::flush`], queuing on the io_uring only when `ring` (not after the kernel said
+    /// the socket is full: then the bytes wait for epoll's writability).
+    fn flush_with(&mut self, i: usize, ring: bool) {
         let c = &mut self.cls[i];
         let Some(conn) = c.conn.as_mut() else {
             return;
         };
-        if let Some(ring) = self.ring.as_mut() {
-            if !c.want_out && !c.send_queued && c.out_at < c.out.len() {
-                let rest = &c.out[c.out_at..];
-                let fd = io_uring::types::Fd(conn.stream.as_raw_fd());
-                let sqe = io_uring::opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
-                    .flags(libc::MSG_NOSIGNAL)
-                    .build()
-                    .user_data(u64::from(c.generation) << 32 | i as u64);
-                // SAFETY: `out` is not touched until this send's completion is reaped (a new
-                // request is built only after the answer to this one), and the socket is not
-                // closed while the send is queued (`drop_conn` submits first).
-                let mut pushed = unsafe { ring.submission().push(&sqe).is_ok() };
-                if !pushed {
-                    // The queue is full: submit what is there (completions are reaped later).
-                    let _ = ring.submit();
-                    // SAFETY: as above.
-                    pushed = unsafe { ring.submission().push(&sqe).is_ok() };
-                }
-                if pushed {
-                    c.send_queued = true;
-                    self.queued += 1;
-                    return;
-                }
+        if ring && self.ring.is_some() && !c.want_out && c.out_at < c.out.len() {
+            // Sent at the end of the round, with the others.
+            if !c.send_queued {
+                c.send_queued = true;
+                self.pending.push(i);
             }
+            return;
         }
         while c.out_at < c.out.len() {
             match conn.stream.write(&c.out[c.out_at..]) {
@@ -488,52 +482,87 @@ impl Worker<'_, '_> {
         self.on_error(i, WireError::Io(e));
     }
 
-    /// Submit the queued sends in one system call and act on their completions (which may
-    /// queue more: repeated until none is left).
+    /// Send the round's requests: one alone with a plain `send`, more in one `io_uring_enter`
+    /// (each send wakes a server thread; sent one by one, every wake-up can preempt the worker
+    /// on its way back from the system call). Completions may start new requests, which are
+    /// sent the same way until none is left.
     fn submit_sends(&mut self) {
         let mut done: Vec<(u64, i32)> = Vec::new();
-        for _ in 0..64 {
-            let Some(ring) = self.ring.as_mut() else {
-                return;
-            };
-            if self.queued == 0 {
-                return;
-            }
-            if let Err(e) = ring.submit() {
-                if e.kind() == ErrorKind::Interrupted {
-                    continue;
+        let mut round: Vec<usize> = Vec::new();
+        while !self.pending.is_empty() {
+            std::mem::swap(&mut round, &mut self.pending);
+            round.retain(|&i| std::mem::replace(&mut self.cls[i].send_queued, false));
+            if round.len() < URING_MIN || self.ring.is_none() {
+                for i in round.drain(..) {
+                    self.flush_with(i, false);
                 }
+                continue;
             }
             done.clear();
-            done.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+            if let Some(ring) = self.ring.as_mut() {
+                let cap = ring.params().sq_entries() as usize;
+                for chunk in round.chunks(cap) {
+                    let mut pushed = 0;
+                    for &i in chunk {
+                        let c = &self.cls[i];
+                        let Some(conn) = c.conn.as_ref() else {
+                            continue;
+                        };
+                        let rest = &c.out[c.out_at..];
+                        let fd = io_uring::types::Fd(conn.stream.as_raw_fd());
+                        let sqe = io_uring::opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
+                            .flags(libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
+                            .build()
+                            .user_data(u64::from(c.generation) << 32 | i as u64);
+                        // SAFETY: the buffer and the socket stay as they are until the
+                        // completions below are reaped: nothing else runs in between, and a
+                        // nonblocking send completes within the submitting call.
+                        if unsafe { ring.submission().push(&sqe) }.is_ok() {
+                            pushed += 1;
+                        }
+                    }
+                    let mut waited = ring.submit_and_wait(pushed);
+                    while matches!(&waited, Err(e) if e.kind() == ErrorKind::Interrupted) {
+                        waited = ring.submit_and_wait(pushed);
+                    }
+                    done.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+                }
+            }
             for &(ud, res) in &done {
                 let (generation, i) = ((ud >> 32) as u32, (ud & 0xffff_ffff) as usize);
                 let Some(c) = self.cls.get_mut(i) else {
                     continue;
                 };
-                if c.generation != generation || !c.send_queued {
+                if c.generation != generation {
                     continue;
                 }
-                c.send_queued = false;
-                self.queued = self.queued.saturating_sub(1);
                 if res < 0 {
                     if -res == libc::EAGAIN {
                         // The socket is full: the plain path waits for writability.
-                        self.flush(i);
+                        self.flush_with(i, false);
                     } else {
                         self.failed_io(i, io::Error::from_raw_os_error(-res));
                     }
                 } else {
                     c.out_at += res as usize;
                     if c.out_at < c.out.len() {
-                        self.flush(i);
+                        self.flush_with(i, false);
                     }
                 }
             }
-            if done.is_empty() {
-                // Nothing completed yet (an asynchronous send): reaped after the next wait.
-                return;
+            // Requests whose completion never came (not expected): sent plainly.
+            for &i in &round {
+                let c = &self.cls[i];
+                if c.conn.is_some()
+                    && c.out_at < c.out.len()
+                    && !c.want_out
+                    && !c.send_queued
+                    && !done.iter().any(|&(ud, _)| (ud & 0xffff_ffff) as usize == i)
+                {
+                    self.flush_with(i, false);
+                }
             }
+            round.clear();
         }
     }
 
@@ -724,17 +753,10 @@ impl Worker<'_, '_> {
         c.retry_at = Instant::now();
     }
 
-    /// Close client `i`'s connection; a send still queued for it is submitted first, so it
-    /// never reaches a socket that reused the descriptor.
+    /// Close client `i`'s connection (a request still waiting for the round is dropped).
     fn drop_conn(&mut self, i: usize) {
-        if self.cls[i].send_queued {
-            if let Some(ring) = self.ring.as_mut() {
-                let _ = ring.submit();
-            }
-            self.queued = self.queued.saturating_sub(1);
-            self.cls[i].send_queued = false;
-        }
         let c = &mut self.cls[i];
+        c.send_queued = false;
         c.generation = c.generation.wrapping_add(1);
         c.conn = None;
     }
