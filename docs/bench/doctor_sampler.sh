@@ -6,30 +6,19 @@
 # server-side round trip of its query. The server is stopped and the temp dir removed at exit.
 # Usage: doctor_sampler.sh [WINDOW_S] [RUNS] [CLIENTS]   (defaults 10 3 32)
 set -euo pipefail
+. "$(dirname "$(realpath "$0")")/throwaway_mariadb.sh"
 window=${1:-10}; runs=${2:-3}; clients=${3:-32}
 sp=$(realpath "${SPINSCOPE:-target/release/spinscope}")
 dir=$(mktemp -d /tmp/spinscope-bench-mdb.XXXXXX)
 srv=""; slap=""
 cleanup() {
   [ -n "$slap" ] && kill "$slap" 2>/dev/null || true
-  if [ -n "$srv" ]; then
-    mariadb-admin --no-defaults -S "$dir/sock" -uroot shutdown 2>/dev/null || kill "$srv" 2>/dev/null || true
-    wait "$srv" 2>/dev/null || true
-  fi
+  mdb_stop "$dir"
   rm -rf "$dir"
 }
 trap cleanup EXIT
-mkdir -p "$dir/tmp"
-mariadb-install-db --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --user=root \
-  --auth-root-authentication-method=normal --skip-test-db > "$dir/install.log" 2>&1
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-/usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/sock" --tmpdir="$dir/tmp" \
-  --port="$port" --bind-address=127.0.0.1 --user=root --innodb-buffer-pool-size=128M \
-  --log-error="$dir/error.log" --pid-file="$dir/pid" > /dev/null 2>&1 &
-srv=$!
-for _ in $(seq 100); do
-  mariadb --no-defaults -S "$dir/sock" -uroot -e 'SELECT 1' > /dev/null 2>&1 && break; sleep 0.2
-done
+mdb_start "$dir" --max-connections=151
+srv=$mdb_pid
 echo "# server: $(mariadb --no-defaults -S "$dir/sock" -uroot -N -e 'SELECT VERSION()'), pid $srv"
 doc() { "$sp" doctor --no-defaults -S "$dir/sock" -u root "$@"; }
 # One summary line, then the sampler's whole `burst` object as one JSON line (raw).

@@ -4,13 +4,12 @@
 #   build pair rt_requests rate_per_s packets_received packets_per_request dropped rt_cpu_s wall_s cpu_pct load1
 # Usage: [INTERVAL=1s] docs/bench/rt_lo_ab.sh BEFORE_BINARY AFTER_BINARY [PAIRS] [SECONDS]   (as root)
 set -euo pipefail
+. "$(dirname "$(realpath "$0")")/throwaway_mariadb.sh"
 A=$1; B=$2; PAIRS=${3:-3}; SECS=${4:-4}
-D=$(mktemp -d /tmp/spinscope-rtab.XXXX); PORT=13377
-mariadb-install-db --no-defaults --datadir="$D/data" --user=root --auth-root-authentication-method=normal --skip-test-db >/dev/null
-/usr/sbin/mariadbd --no-defaults --datadir="$D/data" --socket="$D/s.sock" --port=$PORT --bind-address=127.0.0.1 \
-  --user=root --innodb-buffer-pool-size=128M --log-error="$D/err.log" --pid-file="$D/pid" &
-trap 'kill $(cat "$D/pid") 2>/dev/null || true; sleep 3; rm -rf "$D"' EXIT
-for _ in $(seq 50); do mariadb --no-defaults -S "$D/s.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+D=$(mktemp -d /tmp/spinscope-rtab.XXXX)
+trap 'mdb_stop "$D"; rm -rf "$D"' EXIT
+mdb_start "$D"
+PORT=$mdb_port
 C=(--no-defaults -u root -h 127.0.0.1 -P $PORT)
 "$A" sweep prepare "${C[@]}" --tables 1 --table-size 1000 2>/dev/null
 for p in $(seq "$PAIRS"); do

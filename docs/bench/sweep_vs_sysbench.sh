@@ -8,28 +8,26 @@
 #   CLIENTS="threads=target/release/spinscope,--client,threads events=target/release/spinscope,--client,events"
 # (default: "spinscope=target/release/spinscope", its default client).
 set -euo pipefail
+. "$(dirname "$(realpath "$0")")/throwaway_mariadb.sh"
 SECS=${1:-8}; REPS=${2:-3}
 BIN=$(cd "$(dirname "$0")/../.." && pwd)/target/release/spinscope
 D=$(mktemp -d /tmp/spinscope-bench.XXXX)
-mariadb-install-db --no-defaults --datadir="$D/data" --user=root --auth-root-authentication-method=normal --skip-test-db >/dev/null
-/usr/sbin/mariadbd --no-defaults --datadir="$D/data" --socket="$D/s.sock" --skip-networking --user=root \
-  --innodb-buffer-pool-size=256M --max-connections=200 --log-error="$D/err.log" --pid-file="$D/pid" &
-trap 'kill $(cat "$D/pid") 2>/dev/null || true; sleep 3; rm -rf "$D"' EXIT
-for _ in $(seq 50); do mariadb --no-defaults -S "$D/s.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
-"$BIN" sweep prepare -S "$D/s.sock" --tables 4 --table-size 100000 --load-threads 2 2>/dev/null
+trap 'mdb_stop "$D"; rm -rf "$D"' EXIT
+mdb_start "$D" --innodb-buffer-pool-size=256M
+"$BIN" sweep prepare -S "$D/sock" --tables 4 --table-size 100000 --load-threads 2 2>/dev/null
 cpu() { awk '{print $1+$2}' "$1"; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 CLIENTS=${CLIENTS:-spinscope=$BIN}
 for t in ${THREADS:-8 64}; do
   for r in $(seq "$REPS"); do
-    /usr/bin/time -f '%U %S' -o "$D/t" sysbench oltp_point_select --db-driver=mysql --mysql-socket="$D/s.sock" \
+    /usr/bin/time -f '%U %S' -o "$D/t" sysbench oltp_point_select --db-driver=mysql --mysql-socket="$D/sock" \
       --mysql-user=root --mysql-db=spinscope --tables=4 --table-size=100000 --threads=$t --time=$SECS \
       --rand-type=uniform run > "$D/sb.out"
     q=$(awk '/queries:/ {print $2; exit}' "$D/sb.out"); c=$(cpu "$D/t")
     awk -v t=$t -v r=$r -v q=$q -v c=$c -v s=$SECS -v l=$(load1) 'BEGIN{printf "sysbench %d %d %.0f %.2f %.2f %s\n", t, r, q/s, c, c/q*1e6, l}'
     for spec in $CLIENTS; do
       name=${spec%%=*}; IFS=, read -r -a cmd <<< "${spec#*=}"
-      /usr/bin/time -f '%U %S' -o "$D/t" "${cmd[0]}" sweep run -S "$D/s.sock" --workload point-select --threads $t \
+      /usr/bin/time -f '%U %S' -o "$D/t" "${cmd[0]}" sweep run -S "$D/sock" --workload point-select --threads $t \
         --warmup 0 --duration $SECS --report-interval 0 --json "${cmd[@]:1}" > "$D/ss.json" 2>/dev/null
       q=$(python3 -c "import json;d=json.load(open('$D/ss.json'));print(d['steps'][0]['queries'])"); c=$(cpu "$D/t")
       awk -v n=$name -v t=$t -v r=$r -v q=$q -v c=$c -v s=$SECS -v l=$(load1) 'BEGIN{printf "%s %d %d %.0f %.2f %.2f %s\n", n, t, r, q/s, c, c/q*1e6, l}'

@@ -6,31 +6,19 @@
 # nothing about watch; watch's own CPU and rates still do). Stopped and removed at exit.
 # usage: docs/bench/watch_cost_ab.sh BIN_A BIN_B [SECONDS=20] [ROUNDS=3] [load]
 set -euo pipefail
+. "$(dirname "$(realpath "$0")")/throwaway_mariadb.sh"
 a=$(realpath "$1"); b=$(realpath "$2"); secs=${3:-20}; rounds=${4:-3}; mode=${5:-idle}
 here=$(dirname "$(realpath "$0")")
 dir=$(mktemp -d /tmp/spinscope-bench-mdb.XXXXXX)
 srv=""; load=""
 cleanup() {
   [ -n "$load" ] && kill "$load" 2>/dev/null || true
-  if [ -n "$srv" ]; then
-    mariadb-admin --no-defaults -S "$dir/sock" -uroot shutdown 2>/dev/null || kill "$srv" 2>/dev/null || true
-    wait "$srv" 2>/dev/null || true
-  fi
+  mdb_stop "$dir"
   rm -rf "$dir"
 }
 trap cleanup EXIT
-mkdir -p "$dir/tmp"
-mariadb-install-db --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --user=root \
-  --auth-root-authentication-method=normal --skip-test-db > "$dir/install.log" 2>&1
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-/usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/sock" --tmpdir="$dir/tmp" \
-  --port="$port" --bind-address=127.0.0.1 --user=root --innodb-buffer-pool-size=128M \
-  --innodb-flush-log-at-trx-commit=2 --max-connections=200 \
-  --log-error="$dir/error.log" --pid-file="$dir/pid" > /dev/null 2>&1 &
-srv=$!
-for _ in $(seq 100); do
-  mariadb --no-defaults -S "$dir/sock" -uroot -e 'SELECT 1' > /dev/null 2>&1 && break; sleep 0.2
-done
+mdb_start "$dir" --innodb-flush-log-at-trx-commit=2
+srv=$mdb_pid
 echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || true), kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# server: $(mariadb --no-defaults -S "$dir/sock" -uroot -N -e 'SELECT VERSION()'), pid $srv; A=$a B=$b; $mode"
 if [ "$mode" = load ]; then
