@@ -296,6 +296,13 @@ fn a_server_offering_tls_gets_the_thread_client() {
         let before = status(&db, "Ssl_accepts");
         let cfg = config(3, 0.5, events(&wc, 1));
         let conn = connector(&t, Some("spinscope"));
+        // A run decides once: the thread client where the events client cannot connect.
+        let settled = spinscope::load::driver::settle_client(events(&wc, 1), &conn);
+        assert_eq!(
+            matches!(settled, Client::Threads),
+            tls_expected,
+            "{mode:?}: {settled:?}"
+        );
         let o = run_step(&cfg, &wl, &conn, &AtomicBool::new(false)).unwrap();
         let accepts = status(&db, "Ssl_accepts") - before;
         assert!(o.txns > 0 && o.errors.is_empty(), "{mode:?}: {o:?}");

@@ -430,6 +430,27 @@ enum Opened {
     Events(Vec<WireConn>, WireConnector, usize),
 }
 
+/// The client a whole run uses: `client` unchanged, except an events client whose own
+/// protocol code cannot open a connection to this server (TLS, an auth plugin it does not
+/// speak) while the mysql crate can: then the thread client, said once on stderr rather than
+/// at every step. When neither can connect, `client` is kept and the first step reports the
+/// error as before.
+pub fn settle_client(client: Client, connect: &Connector) -> Client {
+    let Client::Events { connect: wc, .. } = &client else {
+        return client;
+    };
+    match wc() {
+        Ok(_) => client,
+        Err(e) if connect().is_ok() => {
+            eprintln!(
+                "spinscope: note: the events client cannot use this connection ({e}); every step uses the thread client"
+            );
+            Client::Threads
+        }
+        Err(_) => client,
+    }
+}
+
 /// Open the step's connections with the client `cfg` names. The event client falls back to
 /// the thread client (with a note on stderr) when its own protocol code cannot open a
 /// connection the mysql crate can (e.g. TLS, an auth plugin it does not speak); when neither

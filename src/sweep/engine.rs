@@ -93,6 +93,7 @@ pub fn run(plan: &SweepPlan, conns: &Connectors, observer: &mut dyn Observer) ->
             workers: plan.client_workers,
         },
     };
+    let client = load::driver::settle_client(client, &conns.clients);
     let outcome = ladder_loop(plan, &client, &mut bench, &stop, &mut doc, observer);
     // Restore before anything else can fail.
     doc.settings_changed = guard.restore();

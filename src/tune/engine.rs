@@ -55,6 +55,8 @@ struct ServerMeasure<'a> {
     current: Settings,
     wl: Workload,
     clients: Connector,
+    /// The load client of every step (sweep's default: events, one worker per CPU).
+    client: load::Client,
     guard: &'a mut SettingsGuard,
     probe: ServerProbe,
     stop: Arc<AtomicBool>,
@@ -90,7 +92,7 @@ impl Measure for ServerMeasure<'_> {
                 report_interval: None,
                 label: format!("{} #{}", cand.name, self.n),
                 seed: self.plan.seed ^ self.n << 8,
-                client: load::Client::Threads,
+                client: self.client.clone(),
             },
             variant: &v,
             repeat: 1,
@@ -160,7 +162,7 @@ fn model_advice(
 }
 
 /// The default concurrency: the knee of a quick ladder at the current settings.
-fn quick_knee(bench: &mut Bench, seed: u64) -> Result<(u32, String)> {
+fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u32, String)> {
     let mut pts = Vec::new();
     let mut steps = Vec::new();
     let current = Variant {
@@ -180,7 +182,7 @@ fn quick_knee(bench: &mut Bench, seed: u64) -> Result<(u32, String)> {
                 report_interval: None,
                 label: format!("ladder {threads}"),
                 seed,
-                client: load::Client::Threads,
+                client: client.clone(),
             },
             variant: &current,
             repeat: 1,
@@ -250,6 +252,13 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     let st = schema::verify_for_run(&mut admin, &plan.schema)?;
     drop(admin);
     let clients = connector(target, Some(&plan.schema));
+    let client = load::driver::settle_client(
+        load::Client::Events {
+            connect: crate::sweep::wire_connector(target, &plan.schema),
+            workers: 0,
+        },
+        &clients,
+    );
     if plan.kind == Kind::Custom {
         let mut c = clients()?;
         if let Err((line, text, why)) =
@@ -286,7 +295,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
                 probe: &mut probe,
                 stop: &stop,
             };
-            quick_knee(&mut bench, plan.seed)?
+            quick_knee(&mut bench, &client, plan.seed)?
         }
     };
     if plan.threads.is_none() {
@@ -317,6 +326,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         current,
         wl,
         clients,
+        client,
         guard: &mut guard,
         probe,
         stop: Arc::clone(&stop),
