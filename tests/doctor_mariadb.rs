@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::mariadb::MariaDb;
+use common::tls::openssl;
 use spinscope::doctor::{DoctorDoc, Severity};
 
 const SECRET: &str = "Zq9secretXy";
@@ -414,19 +415,6 @@ fn server_gone_mid_window_reports_partial_and_exits_3() {
     assert!(err.contains("went away"), "{err}");
     assert!(report.contains("burst sampler stopped"), "{report}");
     assert!(!err.contains("panicked"));
-}
-
-fn openssl(dir: &std::path::Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A CA, a server certificate for the name `localhost` only (not for 127.0.0.1) and one for

@@ -136,19 +136,7 @@ fn tls_connections_are_timed_with_the_command_unknown() {
         return;
     }
     let certs = tempfile::tempdir().unwrap();
-    let (key, cert) = (certs.path().join("key.pem"), certs.path().join("cert.pem"));
-    let st = Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args(["-subj", "/CN=localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl (apt-get install openssl)");
-    assert!(st.success(), "openssl req failed");
+    let (key, cert) = common::tls::self_signed(certs.path());
     let db = MariaDb::start(&[
         &format!("--ssl-cert={}", cert.display()),
         &format!("--ssl-key={}", key.display()),

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod mariadb;
+pub mod tls;
 
 /// Exit code and stderr of the spinscope binary run with stdout a pipe whose read end is
 /// already closed (what `| head -c 10` does once it has its bytes).
