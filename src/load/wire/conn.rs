@@ -391,17 +391,6 @@ impl WireConn {
         }
     }
 
-    /// COM_STMT_EXECUTE: rows affected and rows returned.
-    pub fn execute(&mut self, id: u32, args: &[codec::Arg]) -> Result<(u64, u64), WireError> {
-        let mut out = Vec::with_capacity(64);
-        codec::com_execute(&mut out, id, args);
-        match self.roundtrip(&out, Expect::Result)? {
-            Outcome::Done { affected, rows } => Ok((affected, rows)),
-            Outcome::Err(e) => Err(WireError::Server(e)),
-            Outcome::Prepared { .. } => unreachable!("an execute is not prepared"),
-        }
-    }
-
     /// COM_STMT_CLOSE (no answer).
     pub fn close(&mut self, id: u32) -> Result<(), WireError> {
         let mut out = Vec::with_capacity(9);
