@@ -5,7 +5,6 @@
 #                                       answers; sets mdb_pid and mdb_port. Later options
 #                                       override the defaults (the last one wins in mariadbd).
 #   mdb_stop DIR                        shut it down (or kill it) and wait; safe to call twice.
-#   mdb_sql DIR SQL                     run SQL on it, tab-separated, no column names.
 mdb_pid=""; mdb_port=""
 mdb_start() {
   local dir=$1; shift
@@ -34,4 +33,3 @@ mdb_stop() {
   wait "$mdb_pid" 2>/dev/null || true
   mdb_pid=""
 }
-mdb_sql() { mariadb --no-defaults -S "$1/sock" -uroot -N -e "$2"; }
