@@ -16,7 +16,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-pub use super::wire::codec::Arg;
+pub use crate::proto::command::Arg;
 
 /// The built-in mixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
