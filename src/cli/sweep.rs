@@ -107,7 +107,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub sql: Option<PathBuf>,
     /// Allow --sql statements other than SELECT/INSERT/UPDATE/DELETE/REPLACE/transactions
-    /// (DDL, SET, CALL ...) and writes to schemas other than --schema.
+    /// (DDL, SET, CALL ...) and writes to user schemas other than --schema. System schemas
+    /// (mysql, sys, performance_schema, information_schema) are never written, with any flag.
     #[arg(long)]
     pub allow_writes_outside: bool,
     /// Thread ladder: 1,2,4,8 or 1..64:x2 or 4..32:+4.
