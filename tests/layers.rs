@@ -20,6 +20,8 @@ const RANKS: &[(&str, u32)] = &[
     ("units", 0),
     ("model", 0),
     ("files", 1),
+    // the MySQL wire protocol (packets, answers, commands), shared by load and rt
+    ("proto", 1),
     // pure models and statistics
     ("spin", 2),
     ("analysis", 2),
