@@ -127,6 +127,9 @@ pub struct ProfileDiff {
 pub struct Side {
     pub input: DiffInput,
     pub stacks: Vec<(String, u64)>,
+    /// Self weight per class when the input gives it (a profile JSON keeps classes and only
+    /// its top stacks): then classes come from here and every share is of `input.weight`.
+    pub classes: Option<BTreeMap<Class, u64>>,
 }
 
 /// How many rows to keep.
@@ -172,9 +175,9 @@ struct Tallies {
     fn_class: HashMap<(String, Class), u64>,
 }
 
-fn tally(stacks: &[(String, u64)]) -> Tallies {
+fn tally(side: &Side) -> Tallies {
     let mut t = Tallies::default();
-    for (st, w) in stacks {
+    for (st, w) in &side.stacks {
         *t.stacks.entry(st.clone()).or_default() += w;
     }
     for (st, &w) in &t.stacks {
@@ -192,6 +195,10 @@ fn tally(stacks: &[(String, u64)]) -> Tallies {
             }
         }
     }
+    if let Some(c) = &side.classes {
+        t.classes = c.clone();
+        t.total = side.input.weight;
+    }
     t
 }
 
@@ -206,7 +213,7 @@ fn by_abs_change<T>(v: &mut [T], change: impl Fn(&T) -> f64, name: impl Fn(&T) -
 
 /// Build the diff of `before` (the baseline) and `after`.
 pub fn build(before: Side, after: Side, limits: Limits) -> ProfileDiff {
-    let (b, a) = (tally(&before.stacks), tally(&after.stacks));
+    let (b, a) = (tally(&before), tally(&after));
     let (nb, na) = (before.input.samples, after.input.samples);
     let classes = class_rows(&b, &a, nb, na);
     let functions = function_rows(&b, &a, nb, na);
@@ -219,14 +226,37 @@ pub fn build(before: Side, after: Side, limits: Limits) -> ProfileDiff {
         stacks_shown: stacks.len().min(limits.stacks) as u64,
         moved_share,
     };
-    from_rows(
+    let partial = [&before, &after]
+        .iter()
+        .filter(|s| s.classes.is_some())
+        .map(|s| s.input.name.clone())
+        .collect::<Vec<_>>();
+    let mut d = from_rows(
         before.input,
         after.input,
         classes,
         functions.into_iter().take(limits.functions).collect(),
         stacks.into_iter().take(limits.stacks).collect(),
         totals,
-    )
+    );
+    for name in partial {
+        d.notes.push(format!(
+            "{name}: a profile JSON keeps its classes and only its top stacks: class shares are \
+             exact, function and stack shares are lower bounds; diff the folded files or perf \
+             scripts for all of them"
+        ));
+    }
+    d
+}
+
+impl ProfileDiff {
+    /// Keep the first `limits` rows (they are sorted); the totals keep the full counts.
+    pub fn truncate(&mut self, limits: Limits) {
+        self.functions.truncate(limits.functions);
+        self.stacks.truncate(limits.stacks);
+        self.totals.functions_shown = self.functions.len() as u64;
+        self.totals.stacks_shown = self.stacks.len() as u64;
+    }
 }
 
 /// The document from its rows: validity, verdict fields and notes. Rows come sorted.
@@ -399,6 +429,7 @@ mod tests {
                 too_few_samples: false,
             },
             stacks: stacks.iter().map(|(s, w)| (s.to_string(), *w)).collect(),
+            classes: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod collect;
 pub mod diff;
+pub mod diff_input;
 pub mod elf;
 pub mod fold;
 pub mod render;
