@@ -198,8 +198,20 @@ fn panel(
         )))
         .map_err(|x| e(&x))?;
     }
-    ch.draw_series(LineSeries::new(points(t, p.ys), p.color.stroke_width(2)))
+    // A line per run of samples without a gap (a held or missing value, a rate lowered on a
+    // saturated server): a straight line over a gap would draw values never measured.
+    let pts = points(t, p.ys);
+    for run in runs(&pts, t.step) {
+        ch.draw_series(LineSeries::new(
+            run.iter().copied(),
+            p.color.stroke_width(2),
+        ))
         .map_err(|x| e(&x))?;
+        if run.len() <= 2 || !t.step && sparse(run) {
+            ch.draw_series(run.iter().map(|&p0| Circle::new(p0, 3, p.color.filled())))
+                .map_err(|x| e(&x))?;
+        }
+    }
     ch.draw_series(std::iter::once(Text::new(
         p.name.to_string(),
         (x0 + (x1 - x0) * 0.01, top * 0.9),
@@ -207,6 +219,32 @@ fn panel(
     )))
     .map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// Split points where the time step exceeds 3 times the usual (median) step.
+fn runs(pts: &[(f64, f64)], step: bool) -> Vec<&[(f64, f64)]> {
+    if step || pts.len() < 3 {
+        return vec![pts];
+    }
+    let mut d: Vec<f64> = pts.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    d.sort_by(f64::total_cmp);
+    let usual = d[d.len() / 2].max(1e-6);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..pts.len() {
+        if pts[i].0 - pts[i - 1].0 > 3.0 * usual {
+            out.push(&pts[start..i]);
+            start = i;
+        }
+    }
+    out.push(&pts[start..]);
+    out
+}
+
+/// Fewer than 4 points a second: each point is drawn, so what was measured shows.
+fn sparse(run: &[(f64, f64)]) -> bool {
+    let span = run.last().map_or(0.0, |l| l.0) - run.first().map_or(0.0, |f| f.0);
+    span > 0.0 && (run.len() as f64) / span < 4.0
 }
 
 /// The line's points in seconds; a step per interval when the values hold over intervals.

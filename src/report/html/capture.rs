@@ -36,8 +36,8 @@ impl Kind for Capture {
         };
         let tl = Timeline {
             title: format!(
-                "burst at {}: trigger {}",
-                cell(&doc["fired_at"]),
+                "burst at {}: {}",
+                cell(&doc["fired_at"]).replace('T', " "),
                 cell(&tr["trigger"])
             ),
             t_ms: col("t_ms"),
@@ -165,11 +165,19 @@ impl Kind for WatchLog {
                 ev.len()
             ),
         )];
-        Ok(Section::new(
+        let mut sec = Section::new(
             "watch-log",
             format!("Watch log: {} events", ev.len()),
             summary,
             blocks,
-        ))
+        );
+        let servers: Vec<&str> = ev.iter().filter_map(|e| e["server"].as_str()).collect();
+        if servers
+            .first()
+            .is_some_and(|f| servers.iter().all(|s| s == f))
+        {
+            sec.server = Some(servers[0].to_string());
+        }
+        Ok(sec)
     }
 }

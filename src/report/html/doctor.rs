@@ -87,7 +87,13 @@ impl Kind for Doctor {
             .filter_map(|(k, label)| {
                 f.get(*k)
                     .filter(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
-                    .map(|v| format!("{label}: {}", cell(v)))
+                    .map(|v| {
+                        let text = v.as_array().map_or_else(
+                            || cell(v),
+                            |a| a.iter().map(cell).collect::<Vec<_>>().join("  "),
+                        );
+                        format!("{label}: {text}")
+                    })
             })
             .collect();
             if !items.is_empty() {

@@ -84,8 +84,18 @@ pub fn plan(inputs: &[Input]) -> Vec<Part> {
         blocks: Vec::new(),
     }];
     let mut seen_lines: HashSet<String> = HashSet::new();
-    for (key, docs) in &groups {
-        if let Some(p) = verdict(key, docs, &mut seen_lines) {
+    let others: &[Doc] = groups
+        .iter()
+        .find(|(k, _)| k.is_empty())
+        .map_or(&[], |(_, v)| v.as_slice());
+    for (key, docs) in groups.iter().filter(|(k, _)| !k.is_empty()) {
+        if let Some(p) = verdict(key, docs, others, &mut seen_lines) {
+            for d in others
+                .iter()
+                .filter(|d| matches!(d.s.kind, "profile-diff" | "rt"))
+            {
+                seen_lines.extend(d.s.summary.iter().map(|(_, l)| l.clone()));
+            }
             parts.push(p);
         }
     }
@@ -134,27 +144,34 @@ fn part(level: u8, id: &str, title: String) -> Part {
     }
 }
 
-/// One server's verdict: its worst finding (the earliest document with it), the numbers, the
-/// fix, and what later documents of the server show.
-fn verdict(key: &str, docs: &[Doc], seen: &mut HashSet<String>) -> Option<Part> {
-    let (i, d) = docs
+/// One server's verdict: its worst finding (from the first document with it), the numbers,
+/// the fix, and what the documents after the last one reporting it measured.
+fn verdict(key: &str, docs: &[Doc], others: &[Doc], seen: &mut HashSet<String>) -> Option<Part> {
+    let d = docs
         .iter()
-        .enumerate()
-        .filter(|(_, d)| d.s.verdict.is_some())
-        .min_by_key(|(_, d)| d.s.verdict.as_ref().map(|v| v.rank))?;
+        .filter(|d| d.s.verdict.is_some())
+        .min_by_key(|d| d.s.verdict.as_ref().map(|v| v.rank))?;
     let v = d.s.verdict.as_ref()?;
+    let reports = |x: &Doc| x.s.finding_ids.iter().any(|f| *f == v.finding_id);
+    let last = docs.iter().rposition(|x| reports(x)).unwrap_or(0);
+    let fixed_at = docs[last].s.time_unix_s.unwrap_or(0.0);
     let sev = if v.rank == 0 { "Critical" } else { "Warning" };
     let mut p = part(3, &format!("verdict-{}", slug(key)), server_name(key));
     p.blocks.push(Block::Para(format!(
         "{sev}: {}.",
         v.what.trim_end_matches('.')
     )));
-    if !v.evidence.is_empty() {
-        p.blocks.push(Block::List(v.evidence.clone()));
-    }
-    if !v.why.is_empty() {
-        p.blocks
-            .push(Block::Para(format!("Why it matters: {}", v.why)));
+    // The first numbers say it; the rest are in the details.
+    let mut ev: Vec<String> = v.evidence.iter().take(3).cloned().collect();
+    ev.extend(
+        v.evidence
+            .iter()
+            .skip(3)
+            .filter(|e| e.starts_with("innodb") || e.starts_with("after fix"))
+            .cloned(),
+    );
+    if !ev.is_empty() {
+        p.blocks.push(Block::List(ev));
     }
     if !v.sql.is_empty() {
         p.blocks.push(Block::Para("The fix, now (SQL):".into()));
@@ -168,55 +185,78 @@ fn verdict(key: &str, docs: &[Doc], seen: &mut HashSet<String>) -> Option<Part> 
         lines.extend(v.option_file.iter().cloned());
         p.blocks.push(Block::Code(lines));
     }
-    p.blocks.push(Block::Para(format!(
-        "Found by {} ({}).",
-        d.source,
-        when(d.s.time_unix_s.unwrap_or(0.0))
-    )));
-    seen.insert(v.what.clone());
-    for (_, line) in &d.s.summary {
-        if line.contains(&v.what) {
-            seen.insert(line.clone());
-        }
-    }
-    let after = after_fix(v, &docs[i + 1..]);
+    let by: Vec<String> = docs.iter().filter(|x| reports(x)).map(|x| at(x)).collect();
+    p.blocks
+        .push(Block::Para(format!("Reported by {}.", by.join(", "))));
+    let after = after_fix(v, &docs[last + 1..], others, fixed_at);
     if !after.is_empty() {
         p.blocks.push(Block::Para("Measured after the fix:".into()));
         p.blocks.push(Block::List(after));
     }
+    if !v.why.is_empty() {
+        p.blocks
+            .push(Block::Para(format!("Why it matters: {}", v.why)));
+    }
+    for x in docs {
+        seen.extend(
+            x.s.summary
+                .iter()
+                .filter(|(_, l)| l.contains(&v.what))
+                .map(|(_, l)| l.clone()),
+        );
+    }
     Some(p)
 }
 
-/// Later documents of the server: a doctor run without the finding, a profile diff, a tune.
-fn after_fix(v: &super::Verdict, later: &[Doc]) -> Vec<String> {
+fn at(d: &Doc) -> String {
+    format!("{} ({})", d.source, when(d.s.time_unix_s.unwrap_or(0.0)))
+}
+
+/// What was measured after the fix: a later doctor run of the server without the finding, a
+/// profile diff, and response times from packets before and after (documents about no one
+/// server, placed by time around the last document that reported the finding).
+fn after_fix(v: &super::Verdict, later: &[Doc], others: &[Doc], fixed_at: f64) -> Vec<String> {
     let mut out = Vec::new();
-    for d in later {
-        let at = format!("{} ({})", d.source, when(d.s.time_unix_s.unwrap_or(0.0)));
-        if d.s.kind == "doctor" {
-            if d.s.finding_ids.iter().any(|f| *f == v.finding_id) {
-                out.push(format!("{at}: still reports it."));
-            } else {
-                let nums: Vec<String> =
-                    d.s.numbers
-                        .iter()
-                        .map(|(k, x)| format!("{k} {x}"))
-                        .collect();
-                let now =
-                    d.s.verdict
-                        .as_ref()
-                        .map_or("nothing at warning or above".into(), |w| {
-                            format!(
-                                "{}: {}",
-                                if w.rank == 0 { "critical" } else { "warning" },
-                                w.what.trim_end_matches('.')
-                            )
-                        });
-                out.push(format!(
-                    "{at}: no longer reports it at warning or above (its worst now, {now}); {}.",
-                    nums.join(", ")
-                ));
-            }
-        }
+    for d in later.iter().filter(|d| d.s.kind == "doctor") {
+        let now =
+            d.s.verdict
+                .as_ref()
+                .map_or("nothing at warning or above".into(), |w| {
+                    format!(
+                        "{}: {}",
+                        if w.rank == 0 { "critical" } else { "warning" },
+                        w.what.trim_end_matches('.')
+                    )
+                });
+        out.push(format!(
+            "{}: no longer reports {}; its worst finding now: {now}.",
+            at(d),
+            v.finding_id
+        ));
+    }
+    for d in others.iter().filter(|d| d.s.kind == "profile-diff") {
+        out.extend(d.s.summary.iter().map(|(_, l)| l.clone()));
+    }
+    let t = |d: &&Doc| d.s.time_unix_s.unwrap_or(0.0);
+    let rts: Vec<&Doc> = others.iter().filter(|d| d.s.kind == "rt").collect();
+    let before = rts.iter().filter(|d| t(d) <= fixed_at).last();
+    let after = rts.iter().find(|d| t(d) > fixed_at);
+    if let (Some(a), Some(b)) = (before, after) {
+        let num = |d: &Doc, k: &str| {
+            d.s.numbers
+                .iter()
+                .find(|(n, _)| n == k)
+                .map_or("-".into(), |(_, x)| x.clone())
+        };
+        out.push(format!(
+            "Response time from packets: p99 {} before ({}), {} after ({}); requests/s {} and {}.",
+            num(a, "time to last byte p99"),
+            a.source,
+            num(b, "time to last byte p99"),
+            b.source,
+            num(a, "requests/s"),
+            num(b, "requests/s")
+        ));
     }
     out
 }
@@ -224,11 +264,16 @@ fn after_fix(v: &super::Verdict, later: &[Doc]) -> Vec<String> {
 /// The summary lines not yet on the verdict screen (deduplicated), most severe first, and the
 /// headline of documents about no one server (profile diff, tune, rt).
 fn also(groups: &[(String, Vec<Doc>)], seen: &mut HashSet<String>) -> Vec<String> {
-    let mut lines: Vec<(u8, String)> = groups
-        .iter()
-        .flat_map(|(_, v)| v.iter().flat_map(|d| d.s.summary.iter().cloned()))
-        .filter(|(r, _)| *r <= 2)
-        .collect();
+    // The latest document of each kind says how things stand; earlier ones are in the details.
+    let mut lines: Vec<(u8, String)> = Vec::new();
+    for (_, v) in groups {
+        for (i, d) in v.iter().enumerate() {
+            if v[i + 1..].iter().any(|x| x.s.kind == d.s.kind) {
+                continue;
+            }
+            lines.extend(d.s.summary.iter().filter(|(r, _)| *r <= 2).cloned());
+        }
+    }
     lines.sort_by_key(|l| l.0);
     lines
         .into_iter()
