@@ -16,12 +16,17 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Copy a fixture into `dir` with the given modification time (documents without a time of
-/// their own are ordered by it: before, then after).
-fn placed(dir: &Path, name: &str, minute: u64) -> PathBuf {
+/// Copy a fixture into `dir`, modified `secs` after the watch capture fired (documents without
+/// a time of their own are ordered by it; these are the offsets the incident had).
+fn placed(dir: &Path, name: &str, secs: u64) -> PathBuf {
+    let cap: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("incident/capture/capture.json")).unwrap(),
+    )
+    .unwrap();
+    let fired_s = cap["fired_at_unix_ms"].as_f64().unwrap() / 1e3;
     let to = dir.join(name.replace('/', "_"));
     std::fs::copy(fixture(name), &to).unwrap();
-    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000 + minute * 60);
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(fired_s as u64 + secs);
     std::fs::File::options()
         .write(true)
         .open(&to)
@@ -31,19 +36,19 @@ fn placed(dir: &Path, name: &str, minute: u64) -> PathBuf {
     to
 }
 
-/// The incident's documents, in a temp dir, before/after ordered by time.
+/// The incident's documents, in a temp dir, at the times they were written.
 fn incident(dir: &Path) -> Vec<PathBuf> {
     vec![
-        placed(dir, "incident/doctor-after.json", 20),
-        placed(dir, "incident/doctor-before.json", 1),
+        placed(dir, "incident/doctor-after.json", 102),
+        placed(dir, "incident/doctor-before.json", 10),
         fixture("incident/capture"),
         fixture("incident/watch"),
-        placed(dir, "incident/rt-before.json", 2),
-        placed(dir, "incident/rt-after.json", 21),
-        placed(dir, "incident/profile-before.json", 3),
-        placed(dir, "incident/profile-after.json", 22),
-        placed(dir, "incident/profile-diff.json", 23),
-        placed(dir, "incident/tune.json", 10),
+        placed(dir, "incident/rt-before.json", 20),
+        placed(dir, "incident/rt-after.json", 110),
+        placed(dir, "incident/profile-before.json", 30),
+        placed(dir, "incident/profile-after.json", 120),
+        placed(dir, "incident/profile-diff.json", 130),
+        placed(dir, "incident/tune.json", 90),
     ]
 }
 
@@ -191,7 +196,7 @@ fn the_page_opens_with_the_verdict_cause_fix_and_after() {
         "the option-file fix"
     );
     assert!(
-        verdict.contains("no longer reports it"),
+        verdict.contains("no longer reports spin-budget"),
         "what was measured after: {verdict}"
     );
     assert!(
@@ -210,7 +215,7 @@ fn the_page_opens_with_the_verdict_cause_fix_and_after() {
     );
     // Before and after: the capture's burst and the two profiles' pictures side by side.
     assert!(page.contains("class=\"pair\""), "before/after side by side");
-    // Details follow in time order: doctor before (minute 1) above doctor after (minute 20).
+    // Details follow in time order: doctor before (+10 s) above doctor after (+102 s).
     let d = page.find("<h2>Details").unwrap();
     let b = page[d..].find("doctor-before.json").unwrap();
     let a = page[d..].find("doctor-after.json").unwrap();
