@@ -12,7 +12,8 @@ pub const USL_MIN_R2: f64 = 0.9;
 
 /// Why a variant's USL fit is not drawn, when it is not.
 pub fn usl_not_drawn(u: &crate::analysis::usl::UslFit) -> Option<String> {
-    (!(u.r_squared >= USL_MIN_R2)).then(|| {
+    // A NaN R^2 is no fit either.
+    (u.r_squared.is_nan() || u.r_squared < USL_MIN_R2).then(|| {
         format!(
             "USL fit not drawn: R^2 {:.3} is below {USL_MIN_R2} (the model does not describe these points)",
             u.r_squared

@@ -152,8 +152,8 @@ fn verdict(key: &str, docs: &[Doc], others: &[Doc], seen: &mut HashSet<String>) 
         .filter(|d| d.s.verdict.is_some())
         .min_by_key(|d| d.s.verdict.as_ref().map(|v| v.rank))?;
     let v = d.s.verdict.as_ref()?;
-    let reports = |x: &Doc| x.s.finding_ids.iter().any(|f| *f == v.finding_id);
-    let last = docs.iter().rposition(|x| reports(x)).unwrap_or(0);
+    let reports = |x: &Doc| x.s.finding_ids.contains(&v.finding_id);
+    let last = docs.iter().rposition(&reports).unwrap_or(0);
     let fixed_at = docs[last].s.time_unix_s.unwrap_or(0.0);
     let sev = if v.rank == 0 { "Critical" } else { "Warning" };
     let mut p = part(3, &format!("verdict-{}", slug(key)), server_name(key));
@@ -239,8 +239,15 @@ fn after_fix(v: &super::Verdict, later: &[Doc], others: &[Doc], fixed_at: f64) -
     }
     let t = |d: &&Doc| d.s.time_unix_s.unwrap_or(0.0);
     let rts: Vec<&Doc> = others.iter().filter(|d| d.s.kind == "rt").collect();
-    let before = rts.iter().filter(|d| t(d) <= fixed_at).last();
-    let after = rts.iter().find(|d| t(d) > fixed_at);
+    // The fix happened between the last document with the finding and the first later one
+    // without it; document times are approximate (a file's time is when its run ended), so
+    // the middle of that span divides before from after.
+    let split = later
+        .iter()
+        .find(|d| d.s.kind == "doctor")
+        .map_or(fixed_at, |d| (fixed_at + t(&d)) / 2.0);
+    let before = rts.iter().rfind(|d| t(d) <= split);
+    let after = rts.iter().find(|d| t(d) > split);
     if let (Some(a), Some(b)) = (before, after) {
         let num = |d: &Doc, k: &str| {
             d.s.numbers
