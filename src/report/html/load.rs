@@ -19,8 +19,10 @@ fn read(file: &Path) -> Result<String, String> {
     match std::fs::metadata(file) {
         Err(e) => Err(format!("cannot read {}: {e}", file.display())),
         Ok(m) if m.len() > MAX_INPUT => Err(format!("larger than {MAX_INPUT} bytes")),
-        Ok(_) => std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display())),
+        // files.rs's reader: never a FIFO or device, capped.
+        Ok(_) => {
+            crate::files::read_capped(file, MAX_INPUT, "report input").map_err(|e| e.to_string())
+        }
     }
 }
 
