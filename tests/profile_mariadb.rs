@@ -243,6 +243,11 @@ fn signals_during_recording_stop_perf_and_remove_its_files() {
 
 /// innodb_spin_wait_delay=6000 and CLIENTS clients inserting and updating for LOAD_SECONDS.
 fn start_load(db: &MariaDb) -> Load {
+    start_load_for(db, LOAD_SECONDS)
+}
+
+/// As `start_load`, for `seconds`.
+fn start_load_for(db: &MariaDb, seconds: u32) -> Load {
     db.sql("SET GLOBAL innodb_spin_wait_delay = 6000");
     db.sql(
         "CREATE DATABASE spinscope_load; \
@@ -254,7 +259,7 @@ fn start_load(db: &MariaDb) -> Load {
     // Time-bounded load inside the server: each client inserts and updates until a deadline.
     db.sql_delimited(&format!(
         "CREATE PROCEDURE spinscope_load.churn() BEGIN \
-           DECLARE t_end DATETIME(6) DEFAULT NOW(6) + INTERVAL {LOAD_SECONDS} SECOND; \
+           DECLARE t_end DATETIME(6) DEFAULT NOW(6) + INTERVAL {seconds} SECOND; \
            WHILE NOW(6) < t_end DO \
              INSERT INTO spinscope_load.t (k, c) VALUES (FLOOR(RAND()*100), 1); \
              UPDATE spinscope_load.t SET c = c + 1 WHERE id = 1 + FLOOR(RAND()*1000); \
@@ -272,6 +277,85 @@ fn start_load(db: &MariaDb) -> Load {
             })
             .collect(),
     )
+}
+
+/// `spinscope profile --pid` of the server for `seconds`, folded stacks written to `folded`.
+fn profile_folded(db: &MariaDb, seconds: &str, folded: &std::path::Path) {
+    let out = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["profile", "--json", "--seconds", seconds, "--pid"])
+        .arg(db.pid().to_string())
+        .arg("--folded")
+        .arg(folded)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "profile failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two real profiles of the same write load, at innodb_spin_wait_delay=6000 and at the default
+/// (4): their diff must show the spin class as the largest fall. With
+/// SPINSCOPE_CAPTURE_DIR=DIR the two folded files are also copied there (the fixtures in
+/// tests/fixtures/perf/diff/ were made so).
+#[test]
+fn diff_of_spin_delay_6000_and_default_shows_the_spin_fall() {
+    if mariadb::skip_reason("profile_mariadb", mariadb::available().err()).is_some() || !perf_ok() {
+        return;
+    }
+    let db = MariaDb::start(&[
+        "--innodb-flush-log-at-trx-commit=0",
+        "--max-connections=100",
+    ]);
+    let load = start_load_for(&db, 60);
+    std::thread::sleep(Duration::from_secs(2));
+    let tmp = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        tmp.path().join("d6000.folded"),
+        tmp.path().join("d4.folded"),
+    );
+    profile_folded(&db, "4", &before);
+    db.sql("SET GLOBAL innodb_spin_wait_delay = DEFAULT");
+    std::thread::sleep(Duration::from_secs(1));
+    profile_folded(&db, "4", &after);
+    drop(load);
+    let out = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args(["profile", "--json", "--diff"])
+        .arg(&before)
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: spinscope::profile::diff::ProfileDiff = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |id: &str| d.classes.iter().find(|c| c.class == id).cloned();
+    eprintln!(
+        "classes: {:?}",
+        d.classes
+            .iter()
+            .map(|c| (&c.class, c.before_share, c.after_share))
+            .collect::<Vec<_>>()
+    );
+    if let Some(dir) = std::env::var_os("SPINSCOPE_CAPTURE_DIR") {
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::copy(&before, dir.join("mariadbd-write-d6000.folded")).unwrap();
+        std::fs::copy(&after, dir.join("mariadbd-write-d4.folded")).unwrap();
+    }
+    let spin = row("innodb_spin").expect("a spin class");
+    assert!(d.valid);
+    assert_eq!(d.largest_fall.as_deref(), Some("innodb_spin"), "{spin:?}");
+    assert!(spin.change < -0.05, "{spin:?}");
+    // Both are the same server's profile: under the handler, InnoDB has no symbol in a stripped
+    // build, yet it is storage-engine time, not "no symbol".
+    let engine = row("innodb").expect("a storage engine class");
+    assert!(engine.after_share > 0.05, "{engine:?}");
 }
 
 /// Recaptures the real MariaDB fixtures (tests/fixtures/perf/mariadb/): run with

@@ -100,3 +100,32 @@ fn lab_charts_match_golden() {
     // Latency charts label time with units, never raw nanoseconds counts.
     assert!(charts[1].1.contains(" us\n") || charts[1].1.contains(" ms\n"));
 }
+
+#[test]
+fn one_x_value_gets_one_tick_and_repeats_their_own_legend_entry() {
+    // lab --threads 8: every point at x = 8; the axis must not run 8..9 with the points on its
+    // left edge.
+    let c = Chart {
+        title: "one step".into(),
+        x_label: "threads".into(),
+        y_label: "ops/s".into(),
+        y_unit: Unit::Count,
+        series: vec![
+            Series::line("a (median)", 0, vec![(8.0, 100.0)]),
+            Series {
+                name: "a".into(),
+                points: vec![(8.0, 90.0), (8.0, 110.0)],
+                style: Style::Repeats,
+                group: 0,
+            },
+        ],
+        marks: vec![],
+    };
+    let svg = render(&c);
+    assert!(svg.contains(">\n8\n<"), "{svg}");
+    assert!(!svg.contains(">\n9\n<"), "no tick at 9: {svg}");
+    assert!(
+        svg.contains("a: single runs"),
+        "the repeats' own legend entry"
+    );
+}

@@ -14,11 +14,17 @@ use crate::report;
 
 /// Arguments of `spinscope profile`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "process", "perf_script"])))]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "process", "perf_script", "diff"])))]
 #[command(
     after_help = "Examples:\n  spinscope profile --process mariadbd --duration 10s --svg flame.svg\n  \
     spinscope profile --pid 1234 --duration 5s --hz 499 --json\n  \
-    spinscope profile --perf-script tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf"
+    spinscope profile --perf-script tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf\n  \
+    spinscope profile --diff before.folded after.folded --svg diff.svg\n\n\
+    --diff follows perf diff: BEFORE is the baseline; each input is normalised to shares of its \
+    own total (so recordings of different lengths or rates compare); a row's change is the \
+    AFTER share minus the BEFORE share, in points of the whole profile; rows are sorted by the \
+    size of the change. Classes are by the frame nearest the leaf, functions by self share (the \
+    sampled function), as perf diff's Baseline and Delta columns."
 )]
 pub struct ProfileArgs {
     /// Profile the process with this id (perf record -g -p PID).
@@ -31,6 +37,11 @@ pub struct ProfileArgs {
     /// Analyse an existing `perf script` text file instead of recording.
     #[arg(long, value_name = "FILE")]
     pub perf_script: Option<PathBuf>,
+    /// Compare two profiles (perf diff's baseline/delta, see below): each a folded file
+    /// (--folded, inferno-collapse-perf), a `perf script` text or a profile JSON (--json).
+    /// --json prints spinscope.profile-diff/1; --svg writes a differential flame graph.
+    #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"])]
+    pub diff: Option<Vec<PathBuf>>,
     /// How long to record: 10s, 2m (bare number: seconds).
     #[arg(long = "duration", alias = "seconds", default_value = "10s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub seconds: f64,
@@ -102,6 +113,9 @@ impl<R: Read, W: Write> Read for Tee<R, W> {
 
 /// Run `spinscope profile`.
 pub fn run(a: ProfileArgs) -> Result<i32> {
+    if a.diff.is_some() {
+        return run_diff(&a);
+    }
     if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
         return Err(Error::bad_input(format!(
             "--duration {}s: give a value in (0s, 1h]",
@@ -254,4 +268,105 @@ fn unreachable_target() -> Result<u32> {
     Err(Error::bad_input(
         "give --pid PID, --process NAME or --perf-script FILE",
     ))
+}
+
+/// Read one input of `--diff` as a side of the comparison, whatever its format.
+fn diff_side(path: &Path, a: &ProfileArgs) -> Result<profile::diff::Side> {
+    use profile::diff_input::{self, Format};
+    use std::io::BufRead;
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::bad_input(format!("--diff {name}: cannot read it ({e})")))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::bad_input(format!(
+            "--diff {name}: is a directory; give a folded file, a `perf script` text or a profile \
+             JSON (a watch capture's perf-script.txt, for one)"
+        )));
+    }
+    let max = a.max_input_mb.saturating_mul(1 << 20);
+    let mut r = BufReader::with_capacity(1 << 18, file.take(max.saturating_add(1)));
+    let head = r
+        .fill_buf()
+        .map_err(|e| Error::bad_input(format!("--diff {name}: reading failed ({e})")))?;
+    match diff_input::sniff(head) {
+        Format::Folded => Ok(diff_input::from_folded(
+            &name,
+            diff_input::read_folded(r, &format!("--diff {name}"))?,
+        )),
+        Format::ProfileJson => {
+            let mut text = String::new();
+            r.read_to_string(&mut text).map_err(|e| {
+                Error::bad_input(format!(
+                    "--diff {name}: not UTF-8 text ({e}): give a profile JSON"
+                ))
+            })?;
+            diff_input::from_profile_json(&format!("--diff {name}"), &text).map(|mut s| {
+                s.input.name = name.clone();
+                s
+            })
+        }
+        Format::PerfScript => {
+            let opts = profile::Options {
+                top_stacks: 0,
+                event: a.event.clone(),
+                max_input_bytes: max,
+                empty_is_idle: false,
+            };
+            let src = Source {
+                kind: "perf-script".into(),
+                file: Some(name.clone()),
+                pid: None,
+                comm: None,
+                seconds: None,
+                frequency_hz: None,
+                event: None,
+            };
+            let an = profile::analyse_reader(r, &format!("--diff {name}"), src, &opts)?;
+            Ok(diff_input::from_analysis(&name, &an))
+        }
+    }
+}
+
+/// `profile --diff BEFORE AFTER`.
+fn run_diff(a: &ProfileArgs) -> Result<i32> {
+    let paths = a.diff.as_deref().unwrap_or_default();
+    let [before, after] = paths else {
+        return Err(Error::bad_input(
+            "--diff: give two inputs, BEFORE and AFTER",
+        ));
+    };
+    if a.folded.is_some() || a.save_script.is_some() {
+        return Err(Error::bad_input(
+            "--diff: --folded and --save-script belong to one profile; compare with --json or \
+             --svg",
+        ));
+    }
+    if a.max_input_mb == 0 {
+        return Err(Error::bad_input("--max-input-mb 0: give at least 1"));
+    }
+    let svg_out = a
+        .svg
+        .as_deref()
+        .map(|p| open_output("--svg", p))
+        .transpose()?;
+    let (b, f) = (diff_side(before, a)?, diff_side(after, a)?);
+    let all = profile::diff::Limits {
+        functions: usize::MAX,
+        stacks: usize::MAX,
+    };
+    let mut d = profile::diff::build(b, f, all);
+    if let (Some(p), Some(out)) = (&a.svg, svg_out) {
+        let svg = profile::svg::differential(&d.stacks, "spinscope profile --diff")?;
+        write_out("--svg", p, out, svg.as_bytes())?;
+    }
+    d.truncate(profile::diff::Limits {
+        functions: a.top.max(1) * 6,
+        ..Default::default()
+    });
+    if a.json {
+        report::print_json(&d)?;
+    } else {
+        print!("{}", profile::render::diff_text(&d));
+    }
+    Ok(EXIT_OK)
 }

@@ -1,13 +1,14 @@
 //! `spinscope report`: flags, then the engine in `report::html`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result, EXIT_OK};
 use crate::report::html;
 
 const EXAMPLES: &str = "Examples:
   spinscope report probe.json doctor.json sweep.json profile.json --out report.html
-  spinscope report snapshot-dir/ lab.json --format md > report.md";
+  spinscope report before.json after.json watch-out/cap-1/ rt.json diff.json --out incident.html
+  spinscope report snapshot-dir/ lab.json --format md --out report.md   # charts in report-files/";
 
 /// Page format.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,13 +20,16 @@ pub enum Format {
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct ReportArgs {
-    /// Saved documents (probe, spin, doctor, sweep, profile, lab JSON) or snapshot directories.
+    /// Saved documents (probe, spin, doctor, doctor-fleet, sweep, tune, lab, profile,
+    /// profile-diff, rt JSON or `rt --json` lines), snapshots, watch capture directories and
+    /// watch `--out` directories (their watch.log).
     #[arg(required = true, value_name = "FILE")]
     pub inputs: Vec<PathBuf>,
     /// Write the page to FILE (stdout when absent).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// html: one self-contained, offline, printable page; md: Markdown.
+    /// html: one self-contained, offline, printable page; md: Markdown (with --out, its charts
+    /// are written to NAME-files/ beside it).
     #[arg(long, value_enum, default_value = "html")]
     pub format: Format,
 }
@@ -51,7 +55,7 @@ pub fn run(a: ReportArgs) -> Result<i32> {
             .collect();
         crate::files::refuse_same(&ins, &[("--out", out)])?;
     }
-    let inputs: Vec<html::Input> = a.inputs.iter().map(|p| html::load(p)).collect();
+    let inputs = html::load_all(&a.inputs);
     for i in &inputs {
         if let html::Input::Skipped { source, why } = i {
             eprintln!("spinscope: not included: {source}: {why}");
@@ -59,7 +63,18 @@ pub fn run(a: ReportArgs) -> Result<i32> {
     }
     let page = match a.format {
         Format::Html => html::html(&inputs),
-        Format::Md => html::markdown(&inputs),
+        Format::Md => {
+            let dir = a.out.as_deref().map(files_dir);
+            let name = dir
+                .as_ref()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+            let m = html::markdown(&inputs, name.as_deref());
+            if let Some(d) = &dir {
+                write_files(d, &m.files)?;
+            }
+            m.text
+        }
     };
     match &a.out {
         Some(p) => crate::files::write_atomic(p, page.as_bytes(), "--out", true)?,
@@ -75,4 +90,39 @@ pub fn run(a: ReportArgs) -> Result<i32> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// `report.md` -> `report-files/` beside it.
+fn files_dir(out: &Path) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map_or("report".into(), |s| s.to_string_lossy().into_owned());
+    out.with_file_name(format!("{stem}-files"))
+}
+
+/// Write the Markdown's charts into `dir` (created; a link or a file there is refused, never
+/// followed).
+fn write_files(dir: &Path, files: &[(String, String)]) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_dir() => {}
+        Ok(_) => {
+            return Err(Error::bad_input(format!(
+                "--out: {} exists and is not a directory; move it or choose another --out",
+                dir.display()
+            )))
+        }
+        Err(_) => std::fs::create_dir(dir).map_err(|e| {
+            Error::bad_input(format!(
+                "--out: cannot create {} ({e}); choose a writable place",
+                dir.display()
+            ))
+        })?,
+    }
+    for (name, svg) in files {
+        crate::files::write_atomic(&dir.join(name), svg.as_bytes(), "--out", false)?;
+    }
+    Ok(())
 }

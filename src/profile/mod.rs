@@ -4,6 +4,8 @@
 //! (`rules`), the `spinscope.profile/2` document and the flame graph (`svg`).
 
 pub mod collect;
+pub mod diff;
+pub mod diff_input;
 pub mod elf;
 pub mod fold;
 pub mod render;

@@ -93,3 +93,100 @@ fn abbreviate(stack: &str) -> String {
     }
     format!("{};...;{}", frames[0], frames[frames.len() - 5..].join(";"))
 }
+
+/// Share points with a sign: +12.3 pts.
+fn pts(x: f64) -> String {
+    format!("{:+.1} pts", 100.0 * x)
+}
+
+fn noise_cell(n: Option<f64>) -> String {
+    n.map_or("-".into(), |n| format!("+-{:.1}", 100.0 * n))
+}
+
+fn describe(i: &super::diff::DiffInput) -> String {
+    let samples = i
+        .samples
+        .map_or(String::new(), |n| format!("{n} samples, "));
+    format!(
+        "{} ({}, {samples}weight {} {}{})",
+        i.name,
+        i.format,
+        i.weight,
+        i.weight_unit,
+        if i.too_few_samples {
+            ", TOO FEW SAMPLES"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The terminal report of a profile diff: inputs, the class table, the function table, notes.
+pub fn diff_text(d: &super::diff::ProfileDiff) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "before (baseline): {}", describe(&d.before));
+    let _ = writeln!(o, "after:             {}", describe(&d.after));
+    o.push('\n');
+    let label = |id: &str| {
+        d.classes
+            .iter()
+            .find(|c| c.class == id)
+            .map_or(id.to_string(), |c| c.label.clone())
+    };
+    if !d.valid {
+        let _ = writeln!(
+            o,
+            "no verdict: an input has too few samples for its shares to compare (see notes)"
+        );
+    } else {
+        match (&d.largest_fall, &d.largest_rise) {
+            (Some(f), r) => {
+                let _ = write!(o, "largest fall: {}", label(f));
+                if let Some(r) = r {
+                    let _ = write!(o, "; largest rise: {}", label(r));
+                }
+                o.push('\n');
+            }
+            (None, Some(r)) => {
+                let _ = writeln!(o, "largest rise: {}", label(r));
+            }
+            (None, None) => {
+                let _ = writeln!(o, "no class changed");
+            }
+        }
+    }
+    o.push('\n');
+    let mut t = crate::report::table(&["class", "before", "after", "change", "noise 95%"]);
+    for c in &d.classes {
+        t.add_row(vec![
+            c.label.clone(),
+            pct(c.before_share),
+            pct(c.after_share),
+            pts(c.change),
+            noise_cell(c.noise_95),
+        ]);
+    }
+    let _ = writeln!(o, "{t}");
+    o.push('\n');
+    let _ = writeln!(
+        o,
+        "functions, self share (top {} of {} by absolute change):",
+        d.totals.functions_shown, d.totals.functions
+    );
+    let mut t = crate::report::table(&["function", "class", "before", "after", "change"]);
+    for f in &d.functions {
+        t.add_row(vec![
+            f.function.clone(),
+            f.class.clone(),
+            pct(f.before_share),
+            pct(f.after_share),
+            pts(f.change),
+        ]);
+    }
+    let _ = writeln!(o, "{t}");
+    o.push('\n');
+    for n in &d.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}

@@ -18,7 +18,8 @@ pub enum Class {
     KernelSpinlock,
     /// Signal-mask work (ppoll with a sigmask, sigprocmask).
     SignalMask,
-    /// Rest, by subsystem: InnoDB storage engine code.
+    /// Rest, by subsystem: storage engine code (InnoDB's, and the handler interface the SQL
+    /// layer calls it through).
     Innodb,
     /// Rest: the SQL layer and everything else in the server binary.
     Server,
@@ -69,7 +70,7 @@ impl Class {
             Class::OsWait => "OS wait (futex)",
             Class::KernelSpinlock => "kernel spinlock",
             Class::SignalMask => "signal-mask work (ppoll, sigprocmask)",
-            Class::Innodb => "rest: InnoDB",
+            Class::Innodb => "rest: storage engine (InnoDB, handler)",
             Class::Server => "rest: server / SQL layer",
             Class::Libc => "rest: libc",
             Class::Kernel => "rest: kernel",
@@ -316,6 +317,9 @@ fn matches(p: Pat, s: &str) -> bool {
 /// Frames that mean "this thread is working for InnoDB": the handler entry points the SQL layer
 /// calls, and InnoDB's own background threads (MySQL 5.6-8.x, MariaDB 10.x-11.x).
 const INNODB_ENTRY: &[&str] = &[
+    // The handler interface: below it the SQL layer waits for the engine (in a stripped
+    // mariadbd the InnoDB functions under `handler::ha_index_next` have no symbol).
+    "handler::",
     "ha_innobase::",
     "ha_innopart::",
     "innobase_",
@@ -433,18 +437,40 @@ fn is_libc(leaf: &str) -> bool {
     PREFIXES.iter().any(|p| leaf.starts_with(p)) || EXACT.contains(&leaf)
 }
 
-/// Class of a sample that matched no rule (`frames` root first, comm excluded): kernel, libc or
-/// no-symbol by its leaf; otherwise InnoDB when a frame on the stack belongs to InnoDB (the
-/// leaf works on InnoDB's behalf), else the server's SQL layer. Stacks of one frame (recorded
-/// without call chains) can only go by the leaf's name.
+/// Frames that say nothing about the work below them: thread entry points and C runtime roots.
+const THREAD_ROOTS: &[&str] = &[
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone",
+    "__clone3",
+    "_start",
+    "__libc_start_main",
+    "__libc_start_call_main",
+    "execute_native_thread_routine",
+    "pfs_spawn_thread",
+];
+
+/// Whether a folded frame names a function (inferno names a frame without a symbol after its
+/// module, `[mariadbd]`, `[unknown]`).
+pub fn has_symbol(frame: &str) -> bool {
+    let f = frame.strip_suffix("_[k]").unwrap_or(frame);
+    !(f.starts_with('[') || f.starts_with('\u{1}') || f.trim().is_empty())
+}
+
+/// Class of a sample that matched no rule (`frames` root first, comm excluded): kernel or libc
+/// by its leaf; otherwise storage engine when a frame on the stack belongs to the engine (the
+/// leaf works on its behalf); otherwise the SQL layer when any frame below the thread's entry
+/// has a symbol (a leaf without one is then server code called from it: a frame with a symbol
+/// is never "no symbol"); only stacks with no named server frame at all are "no symbol".
+/// Stacks of one frame (recorded without call chains) can only go by the leaf's name.
 pub fn rest_class(frames: &[&str]) -> Class {
     let leaf = frames.last().copied().unwrap_or("");
+    if leaf.trim().is_empty() {
+        return Other;
+    }
     if leaf.ends_with("_[k]") {
         return Kernel;
-    }
-    if leaf.starts_with('[') || leaf.starts_with('\u{1}') || leaf.trim().is_empty() {
-        // inferno names unsymbolized frames after their module: [mariadbd], [unknown].
-        return if leaf.is_empty() { Other } else { Unsymbolized };
     }
     if is_libc(leaf) {
         return Libc;
@@ -452,7 +478,13 @@ pub fn rest_class(frames: &[&str]) -> Class {
     if frames.iter().any(|f| is_innodb_frame(f)) {
         return Innodb;
     }
-    Server
+    let named = |f: &&str| {
+        has_symbol(f) && !f.ends_with("_[k]") && !is_libc(f) && !THREAD_ROOTS.contains(f)
+    };
+    if frames.iter().any(named) {
+        return Server;
+    }
+    Unsymbolized
 }
 
 #[cfg(test)]
@@ -529,5 +561,32 @@ mod tests {
             Innodb
         );
         assert_eq!(rest_class(&["lock_rec_lock"]), Innodb);
+        // Stripped mariadbd (Debian): InnoDB under the handler has no symbol; it is the
+        // engine's time, and a named SQL-layer caller makes the rest the server's.
+        assert_eq!(
+            rest_class(&[
+                "start_thread",
+                "[mariadbd]",
+                "mysql_select",
+                "handler::ha_index_next",
+                "[mariadbd]"
+            ]),
+            Innodb
+        );
+        assert_eq!(
+            rest_class(&[
+                "start_thread",
+                "[mariadbd]",
+                "JOIN::optimize_inner",
+                "[mariadbd]"
+            ]),
+            Server
+        );
+        assert_eq!(
+            rest_class(&["clone3", "start_thread", "[mariadbd]", "[mariadbd]"]),
+            Unsymbolized
+        );
+        assert_eq!(rest_class(&["[mariadbd]", "[libc.so.6]"]), Unsymbolized);
+        assert_eq!(rest_class(&[""]), Other);
     }
 }

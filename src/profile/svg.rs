@@ -64,3 +64,34 @@ fn add_legend(svg: &str) -> String {
         None => svg.to_string(),
     }
 }
+
+/// Parts per million of a profile: the integer counts a differential flame graph is drawn from.
+const PPM: f64 = 1e6;
+
+/// A differential flame graph (inferno's differential mode, as Brendan Gregg's): frame widths
+/// are the AFTER profile's shares, colours the change from BEFORE: red grew, blue shrank, the
+/// deeper the colour the larger the change. Both sides are shares of their own totals, so
+/// recordings of different lengths compare. Stacks seen only BEFORE have no width here.
+pub fn differential(stacks: &[super::diff::StackDiff], title: &str) -> Result<String> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title.to_string();
+    opts.subtitle = Some("widths: after; red: grew, blue: shrank (share of each profile)".into());
+    opts.deterministic = true;
+    opts.image_width = Some(WIDTH);
+    opts.count_name = "ppm".to_string();
+    let lines: Vec<String> = stacks
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {}",
+                s.stack,
+                (s.before_share * PPM).round() as u64,
+                (s.after_share * PPM).round() as u64
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(|s| s.as_str()), &mut out)
+        .map_err(|e| Error::runtime(format!("drawing the differential flame graph failed: {e}")))?;
+    String::from_utf8(out).map_err(|e| Error::runtime(format!("flame graph: {e}")))
+}

@@ -183,6 +183,16 @@ impl XAxis {
         if !x0.is_finite() {
             (x0, x1) = (1.0, 2.0);
         }
+        // One x value (lab --threads 8, a sweep of one step): a categorical axis with that one
+        // tick in the middle, not a numeric span from it to it + 1.
+        if x1 == x0 {
+            return XAxis {
+                log2: false,
+                lo: x0 - 1.0,
+                hi: x0 + 1.0,
+                ticks: vec![x0],
+            };
+        }
         // A ladder spanning a factor of 8 or more reads on a log2 axis (1, 2, 4 ... 64 evenly
         // spaced); a short or linear one reads on a linear axis.
         if x0 >= 1.0 && x1 / x0 >= 8.0 {
@@ -302,6 +312,13 @@ fn marker<'a>(area: &Area<'a>, group: usize, at: (i32, i32), filled: bool) -> Re
         }
     };
     res.map_err(|e| e.to_string())
+}
+
+/// A single repeat: a small hollow circle in the group's colour, whatever the group's marker
+/// shape, so it never looks like a median marker.
+fn repeat_marker<'a>(area: &Area<'a>, group: usize, at: (i32, i32)) -> Result<(), String> {
+    area.draw(&(EmptyElement::at(at) + Circle::new((0, 0), 3, color(group).stroke_width(1))))
+        .map_err(|e| e.to_string())
 }
 
 fn cross<'a>(area: &Area<'a>, at: (i32, i32)) -> Result<(), String> {
@@ -441,7 +458,7 @@ fn draw(c: &Chart, out: &mut String, tips: &mut Vec<(i32, i32, String)>) -> Resu
                 }
                 Style::Repeats => {
                     for p in &pts {
-                        marker(&root, s.group, area.map_coordinate(p), false)?;
+                        repeat_marker(&root, s.group, area.map_coordinate(p))?;
                     }
                 }
             }
@@ -500,13 +517,11 @@ fn draw_legend(area: &Area<'_>, c: &Chart) -> Result<(), String> {
                 }
                 text(&clip(&s.name, 21), (tx, y))?;
             }
-            Style::Repeats => continue,
+            Style::Repeats => {
+                repeat_marker(area, s.group, ((x0 + x1) / 2, y))?;
+                text(&clip(&format!("{}: single runs", s.name), 21), (tx, y))?;
+            }
         }
-        y += step;
-    }
-    if let Some(s) = c.series.iter().find(|s| s.style == Style::Repeats) {
-        marker(area, s.group, ((x0 + x1) / 2, y), false)?;
-        text("single repeats", (tx, y))?;
         y += step;
     }
     if c.marks.iter().any(|m| m.x.is_finite() && m.y.is_finite()) {
@@ -557,6 +572,9 @@ mod tests {
         let b = XAxis::new(&[1.0, 2.0, 3.0, 4.0]);
         assert!(!b.log2);
         assert!(b.ticks.iter().all(|t| t.fract() == 0.0), "{:?}", b.ticks);
+        let one = XAxis::new(&[8.0, 8.0]);
+        assert_eq!(one.ticks, [8.0], "one x value: one tick");
+        assert!(one.lo < 8.0 && one.hi > 8.0, "the value in the middle");
         let c = XAxis::new(&[
             1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0,
         ]);
@@ -597,7 +615,7 @@ mod tests {
         );
         assert!(s.contains("t&lt;1&gt;"));
         assert!(s.contains("<title>threads 2 a #1 invalid: errors &lt;5%&gt;</title>"));
-        assert!(s.contains("invalid (left out)") && s.contains("single repeats"));
+        assert!(s.contains("invalid (left out)") && s.contains("a: single runs"));
         assert!(s.contains("USL fit a"), "{s}");
         assert!(!s.contains("2.000"));
         assert_eq!(s, render(&chart(series, marks)));

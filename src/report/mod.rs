@@ -6,6 +6,7 @@ pub mod chart;
 pub mod html;
 pub mod sweep;
 pub mod sweep_html;
+pub mod timeline;
 
 use serde::Serialize;
 

@@ -7,6 +7,20 @@ use crate::analysis::usl::usl_x;
 use crate::report::chart::{render, Chart, Mark, Series, Style, Unit};
 use crate::report::sweep::{step_label, StepDoc, SweepDoc};
 
+/// A USL fit explaining less of the measured throughput than this is not drawn (nor used).
+pub const USL_MIN_R2: f64 = 0.9;
+
+/// Why a variant's USL fit is not drawn, when it is not.
+pub fn usl_not_drawn(u: &crate::analysis::usl::UslFit) -> Option<String> {
+    // A NaN R^2 is no fit either.
+    (u.r_squared.is_nan() || u.r_squared < USL_MIN_R2).then(|| {
+        format!(
+            "USL fit not drawn: R^2 {:.3} is below {USL_MIN_R2} (the model does not describe these points)",
+            u.r_squared
+        )
+    })
+}
+
 /// Invalid steps as crosses, their reason in the tooltip.
 fn invalid_marks(doc: &SweepDoc, y: impl Fn(&StepDoc) -> f64) -> Vec<Mark> {
     doc.steps
@@ -55,8 +69,13 @@ pub fn throughput_chart(doc: &SweepDoc) -> String {
     let several = doc.config.repeat > 1;
     let mut series = Vec::new();
     for (g, va) in doc.analysis.variants.iter().enumerate() {
+        let name = if several {
+            format!("{} (median)", va.variant)
+        } else {
+            va.variant.clone()
+        };
         series.push(Series::line(
-            va.variant.clone(),
+            name,
             g,
             va.points
                 .iter()
@@ -76,7 +95,8 @@ pub fn throughput_chart(doc: &SweepDoc) -> String {
                 group: g,
             });
         }
-        if let (Some(u), Some(first), Some(last)) = (&va.usl, va.points.first(), va.points.last()) {
+        let fit = va.usl.as_ref().filter(|u| usl_not_drawn(u).is_none());
+        if let (Some(u), Some(first), Some(last)) = (fit, va.points.first(), va.points.last()) {
             // Samples evenly spaced in log2 of the thread count: smooth on either axis.
             let (a, b) = (
                 f64::from(first.threads).max(1.0).log2(),
@@ -113,7 +133,11 @@ pub fn p99_chart(doc: &SweepDoc) -> String {
     let mut series = Vec::new();
     for (g, va) in doc.analysis.variants.iter().enumerate() {
         series.push(Series::line(
-            va.variant.clone(),
+            if several {
+                format!("{} (median)", va.variant)
+            } else {
+                va.variant.clone()
+            },
             g,
             va.points
                 .iter()

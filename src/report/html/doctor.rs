@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{cell, command, fields, Block, Kind, Section};
+use super::{cell, command, fields, Block, Kind, Section, Verdict};
 
 pub struct Doctor;
 
@@ -87,7 +87,13 @@ impl Kind for Doctor {
             .filter_map(|(k, label)| {
                 f.get(*k)
                     .filter(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
-                    .map(|v| format!("{label}: {}", cell(v)))
+                    .map(|v| {
+                        let text = v.as_array().map_or_else(
+                            || cell(v),
+                            |a| a.iter().map(cell).collect::<Vec<_>>().join("  "),
+                        );
+                        format!("{label}: {text}")
+                    })
             })
             .collect();
             if !items.is_empty() {
@@ -129,10 +135,135 @@ impl Kind for Doctor {
             }
         }
         blocks.extend(command(doc));
-        Ok(Section {
-            title: format!("Doctor: {target}"),
-            summary,
-            blocks,
-        })
+        let mut sec = Section::new("doctor", format!("Doctor: {target}"), summary, blocks);
+        sec.server = Some(target);
+        sec.verdict = verdict(findings);
+        sec.finding_ids = findings
+            .iter()
+            .filter(|f| sev_rank(f["severity"].as_str().unwrap_or("")) <= 1)
+            .map(|f| cell(&f["id"]))
+            .collect();
+        sec.numbers = numbers(doc);
+        sec.picture = window_chart(doc);
+        if let Some(p) = &sec.picture {
+            sec.blocks.insert(1, p.clone());
+        }
+        Ok(sec)
     }
+}
+
+/// The worst finding at warning or above, as the verdict screen shows it.
+fn verdict(findings: &[Value]) -> Option<Verdict> {
+    let f = findings
+        .iter()
+        .min_by_key(|f| sev_rank(f["severity"].as_str().unwrap_or("")))?;
+    let rank = sev_rank(f["severity"].as_str().unwrap_or(""));
+    if rank > 1 {
+        return None;
+    }
+    let strings = |k: &str| -> Vec<String> {
+        f[k].as_array()
+            .map(|a| a.iter().map(cell).collect())
+            .unwrap_or_default()
+    };
+    let evidence = f["evidence"]
+        .as_array()
+        .map(|a| a.iter().map(evidence_words).collect())
+        .unwrap_or_default();
+    Some(Verdict {
+        rank,
+        finding_id: cell(&f["id"]),
+        what: cell(&f["title"]),
+        evidence,
+        why: f["why"].as_str().unwrap_or("").to_string(),
+        sql: strings("statements"),
+        option_file: strings("option_file"),
+    })
+}
+
+/// `max_spin_here = 412.3 us` as `max spin here: 412.3 us`.
+fn evidence_words(e: &Value) -> String {
+    let unit = cell(&e["unit"]);
+    let unit = match unit.trim() {
+        "" | "-" => String::new(),
+        u => format!(" {u}"),
+    };
+    format!(
+        "{}: {}{unit}",
+        cell(&e["name"]).replace('_', " "),
+        cell(&e["value"])
+    )
+}
+
+/// The headline numbers compared between two doctor runs.
+fn numbers(doc: &Value) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("worst finding".to_string(), cell(&doc["max_severity"])),
+        (
+            "findings (warning or above)".to_string(),
+            doc["findings"]
+                .as_array()
+                .map_or(0, |a| {
+                    a.iter()
+                        .filter(|f| sev_rank(f["severity"].as_str().unwrap_or("")) <= 1)
+                        .count()
+                })
+                .to_string(),
+        ),
+    ];
+    let b = &doc["burst"];
+    if b.is_object() {
+        for (k, v) in [
+            ("Threads_running p50", &b["threads_running"]["p50"]),
+            ("Threads_running p99", &b["threads_running"]["p99"]),
+            ("Threads_running max", &b["threads_running"]["max"]),
+            ("bursts above the core count", &b["bursts"]),
+            ("longest burst, ms", &b["longest_burst_ms"]),
+            (
+                "time above the core count, %",
+                &b["time_above_threshold_pct"],
+            ),
+            ("questions/s", &b["questions_per_s"]),
+        ] {
+            out.push((k.to_string(), cell(v)));
+        }
+    }
+    let rt = &doc["rt"];
+    if rt["requests"].as_u64().is_some_and(|n| n > 0) {
+        out.push(("rt requests".into(), cell(&rt["requests"])));
+        out.push((
+            "rt p99 (time to last byte), us".into(),
+            cell(&rt["ttlb_us"]["p99_us"]),
+        ));
+    }
+    out
+}
+
+/// The window's timeline from `doctor --rt`'s interval rows: running threads, Threads_running
+/// and the rt p99 per interval on one time axis.
+fn window_chart(doc: &Value) -> Option<Block> {
+    let rows = doc["rt"]["rows"].as_array().filter(|r| r.len() >= 2)?;
+    let t: Vec<f64> = rows
+        .iter()
+        .map(|r| r["t_s"].as_f64().unwrap_or(f64::NAN) * 1e3)
+        .collect();
+    let col = |k: &str| -> Vec<f64> {
+        rows.iter()
+            .map(|r| r[k].as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    let tl = crate::report::timeline::Timeline {
+        title: format!("doctor window: {}", cell(&doc["target"])),
+        t_ms: t,
+        running: col("proc_running_max"),
+        threads_running: col("threads_running_max"),
+        rt_p99_ms: col("ttlb_p99_us").iter().map(|u| u / 1e3).collect(),
+        trigger_ms: None,
+        cores: doc["burst"]["burst_threshold"].as_f64(),
+        step: true,
+    };
+    Some(Block::Svg {
+        name: "doctor window timeline".into(),
+        svg: crate::report::timeline::render(&tl),
+    })
 }

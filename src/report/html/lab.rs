@@ -48,9 +48,10 @@ impl Kind for Lab {
         }
         blocks.extend(command(doc));
         let latches = d.plan.latches.len();
-        Ok(Section {
-            title: format!("Lab: {latches} latches on {} CPUs", d.machine.cpus),
-            summary: vec![(
+        Ok(Section::new(
+            "lab",
+            format!("Lab: {latches} latches on {} CPUs", d.machine.cpus),
+            vec![(
                 3,
                 format!(
                     "Lab: {} points of {latches} latches{}.",
@@ -59,6 +60,6 @@ impl Kind for Lab {
                 ),
             )],
             blocks,
-        })
+        ))
     }
 }

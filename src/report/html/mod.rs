@@ -1,22 +1,31 @@
-//! `spinscope report`: one self-contained page (HTML, or Markdown) from any mix of saved
-//! documents. Each input is read, its kind found by the document's `schema` field, and the
-//! kind's module turns it into a [`Section`] of plain [`Block`]s; this module renders blocks as
-//! HTML (everything from a document escaped: documents are untrusted) or Markdown. Inputs that
-//! cannot be read or have an unknown schema are listed under "Not included", never a panic.
+//! `spinscope report`: one self-contained page (HTML, or Markdown with its charts as files)
+//! from any mix of saved documents. Each input is read ([`load`]), its kind found by the
+//! document's `schema` field, and the kind's module turns it into a [`Section`] of plain
+//! [`Block`]s, with the server it is about, its time, its worst finding as a [`Verdict`] and its
+//! headline numbers. [`page`] orders them: the verdict first (one screen), then before/after
+//! comparisons, then the details per server in time order. Everything from a document is
+//! escaped (documents are untrusted). Inputs that are not spinscope's are listed under
+//! "Not included", one line each, never a panic.
 //!
 //! Adding a kind: a module with a unit struct implementing [`Kind`] (its schema prefix and
 //! `section`), and one line in [`kinds`].
 
+mod capture;
+mod diff;
 mod doctor;
+mod fleet;
 mod lab;
+mod load;
+pub mod page;
 mod probe;
 mod profile;
+mod rt;
 mod spin;
 mod sweep;
 mod tune;
 
-use std::fmt::Write;
-use std::path::Path;
+pub use load::{load, load_all};
+pub use page::{html, markdown, Markdown};
 
 use serde_json::Value;
 
@@ -27,21 +36,79 @@ pub enum Block {
     List(Vec<String>),
     /// Header and rows of cells.
     Table(Vec<String>, Vec<Vec<String>>),
+    /// Lines to copy as they are (SQL, option-file lines).
+    Code(Vec<String>),
     /// An SVG produced by spinscope itself (charts, flame graph): embedded as is in HTML,
-    /// named in Markdown.
+    /// written beside the Markdown as a file.
     Svg {
         name: String,
         svg: String,
     },
+    /// Figures shown side by side (before and after), each with its caption; one column on a
+    /// narrow page.
+    Pair(Vec<(String, Block)>),
+}
+
+/// The worst finding about one server, for the verdict screen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// 0 critical, 1 warning.
+    pub rank: u8,
+    pub finding_id: String,
+    /// The finding in words.
+    pub what: String,
+    /// The numbers behind it.
+    pub evidence: Vec<String>,
+    pub why: String,
+    /// SQL to run now, and lines for the option file's `[mysqld]` section.
+    pub sql: Vec<String>,
+    pub option_file: Vec<String>,
 }
 
 /// What a kind makes of one document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Section {
+    /// The kind ("doctor", "capture", ...): before/after pairs are of one kind.
+    pub kind: &'static str,
     pub title: String,
-    /// One sentence each, for the summary on top; the most severe first.
+    /// One sentence each, for the verdict screen's "also found"; the most severe first.
     pub summary: Vec<(u8, String)>,
     pub blocks: Vec<Block>,
+    /// The server the document is about (its target as the tool named it), when it says.
+    pub server: Option<String>,
+    /// When it was measured, seconds since the epoch (the document's own time, else the
+    /// file's modification time).
+    pub time_unix_s: Option<f64>,
+    pub verdict: Option<Verdict>,
+    /// The finding ids the document reports at warning or above (a later run without the
+    /// verdict's finding shows the fix worked).
+    pub finding_ids: Vec<String>,
+    /// Headline numbers (name, value) compared between two documents of one kind.
+    pub numbers: Vec<(String, String)>,
+    /// The chart that stands for the document in a before/after pair.
+    pub picture: Option<Block>,
+}
+
+impl Section {
+    pub fn new(
+        kind: &'static str,
+        title: String,
+        summary: Vec<(u8, String)>,
+        blocks: Vec<Block>,
+    ) -> Section {
+        Section {
+            kind,
+            title,
+            summary,
+            blocks,
+            server: None,
+            time_unix_s: None,
+            verdict: None,
+            finding_ids: Vec::new(),
+            numbers: Vec::new(),
+            picture: None,
+        }
+    }
 }
 
 /// A document kind: which schemas it reads and how it turns one into a section.
@@ -57,76 +124,24 @@ pub fn kinds() -> Vec<&'static dyn Kind> {
     vec![
         &probe::Probe,
         &spin::Spin,
+        &fleet::Fleet,
         &doctor::Doctor,
         &sweep::Sweep,
+        &diff::ProfileDiff,
         &profile::Profile,
         &lab::Lab,
         &tune::Tune,
+        &rt::Rt,
+        &capture::Capture,
+        &capture::WatchLog,
     ]
 }
 
-/// The result of reading one input.
+/// The result of reading one input (a page holds a handful: the size difference is no cost).
+#[allow(clippy::large_enum_variant)]
 pub enum Input {
     Section { source: String, section: Section },
     Skipped { source: String, why: String },
-}
-
-const MAX_INPUT: u64 = 256 << 20;
-
-/// Read one input: a JSON document, or a snapshot directory (DIR/doctor-snapshot.json) or
-/// snapshot file, which is diagnosed offline as `doctor --snapshot` would.
-pub fn load(path: &Path) -> Input {
-    let source = path.display().to_string();
-    let file = if path.is_dir() {
-        path.join("doctor-snapshot.json")
-    } else {
-        path.to_path_buf()
-    };
-    let skip = |why: String| Input::Skipped {
-        source: source.clone(),
-        why,
-    };
-    let text = match std::fs::metadata(&file) {
-        Err(e) => return skip(format!("cannot read {}: {e}", file.display())),
-        Ok(m) if m.len() > MAX_INPUT => return skip(format!("larger than {MAX_INPUT} bytes")),
-        Ok(_) => match crate::files::read_capped(&file, MAX_INPUT, "report input") {
-            Ok(t) => t,
-            Err(e) => return skip(e.to_string()),
-        },
-    };
-    let doc: Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => return skip(format!("not a JSON document: {e}")),
-    };
-    let schema = doc
-        .get("schema")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let doc = if schema.starts_with("spinscope.doctor-snapshot/") {
-        match crate::server::snapshot::Snapshot::load(&file) {
-            Ok(snap) => {
-                let d =
-                    crate::doctor::build_doc(&source, &crate::doctor::Facts::from_snapshot(snap));
-                match serde_json::to_value(d) {
-                    Ok(v) => v,
-                    Err(e) => return skip(format!("snapshot not diagnosed: {e}")),
-                }
-            }
-            Err(e) => return skip(format!("snapshot not read: {e}")),
-        }
-    } else {
-        doc
-    };
-    let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");
-    match kinds().into_iter().find(|k| schema.starts_with(k.schema())) {
-        None if schema.is_empty() => skip("no \"schema\" field: not a spinscope document".into()),
-        None => skip(format!("unknown schema {schema:?}")),
-        Some(k) => match k.section(&doc, &source) {
-            Ok(section) => Input::Section { source, section },
-            Err(why) => skip(format!("{schema}: {why}")),
-        },
-    }
 }
 
 /// Escape text for HTML element content and attribute values.
@@ -145,9 +160,30 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Escape a Markdown table cell or list item (pipes, line breaks, HTML).
-fn md(s: &str) -> String {
-    esc(s).replace('|', "\\|").replace('\n', " ")
+/// Escape text for Markdown (a table cell, list item or paragraph): the characters CommonMark
+/// would read as markup get a backslash, so the text renders as itself with no HTML entity and
+/// no raw HTML; line breaks become spaces.
+pub fn md(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut o = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let word = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_some_and(|c| c.is_alphanumeric())
+        };
+        match c {
+            '\\' | '`' | '*' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '!' => {
+                o.push('\\');
+                o.push(c);
+            }
+            // `_` inside a word (innodb_spin_wait_delay) is no emphasis in GFM: left as is.
+            '_' if !(word(i.checked_sub(1)) && word(Some(i + 1))) => o.push_str("\\_"),
+            '&' => o.push_str("\\&"),
+            '\n' | '\r' => o.push(' '),
+            _ => o.push(c),
+        }
+    }
+    o
 }
 
 /// Text of a JSON value for a table cell.
@@ -189,193 +225,6 @@ pub fn command(doc: &Value) -> Option<Block> {
     Some(Block::Para(format!("Command: {s}")))
 }
 
-const CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:1.5em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
-th{background:#f0f0f0}section{border-top:2px solid #ddd;margin-top:1.5em}svg{max-width:100%;height:auto}
-.sev0{color:#b00;font-weight:bold}.sev1{color:#a60}.skipped{color:#666}
-@media print{section{break-inside:avoid-page}a{color:inherit}}";
-
-/// Records a script error in the page itself (`data-js-error` on `<html>`), so a headless
-/// browser's DOM dump shows it; the page loads nothing from outside.
-const ERRORS_JS: &str = "window.addEventListener('error',function(e){var d=document.documentElement;d.setAttribute('data-js-error',(d.getAttribute('data-js-error')||'')+String(e.message)+';');});";
-
-/// The HTML page: summary, one section per document, then what was not included.
-pub fn html(inputs: &[Input]) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>spinscope report</title>\n<style>{CSS}</style>\n<script>{ERRORS_JS}</script></head><body>\n<h1>spinscope report</h1>\n"
-    );
-    let mut summary: Vec<(u8, String, String)> = Vec::new();
-    for (i, inp) in inputs.iter().enumerate() {
-        if let Input::Section { section, .. } = inp {
-            for (sev, line) in &section.summary {
-                summary.push((*sev, line.clone(), format!("s{i}")));
-            }
-        }
-    }
-    summary.sort_by_key(|x| x.0);
-    let _ = writeln!(s, "<section id=\"summary\"><h2>Summary</h2><ul>");
-    if summary.is_empty() {
-        let _ = writeln!(s, "<li>No document was included.</li>");
-    }
-    for (sev, line, id) in &summary {
-        let _ = writeln!(
-            s,
-            "<li class=\"sev{sev}\"><a href=\"#{id}\">{}</a></li>",
-            esc(line)
-        );
-    }
-    let _ = writeln!(s, "</ul></section>");
-    for (i, inp) in inputs.iter().enumerate() {
-        if let Input::Section { source, section } = inp {
-            let _ = writeln!(
-                s,
-                "<section id=\"s{i}\" class=\"doc\"><h2>{}</h2><p class=\"source\">From {}</p>",
-                esc(&section.title),
-                esc(source)
-            );
-            for b in &section.blocks {
-                block_html(&mut s, b);
-            }
-            let _ = writeln!(s, "</section>");
-        }
-    }
-    let skipped: Vec<(&String, &String)> = inputs
-        .iter()
-        .filter_map(|i| match i {
-            Input::Skipped { source, why } => Some((source, why)),
-            _ => None,
-        })
-        .collect();
-    if !skipped.is_empty() {
-        let _ = writeln!(s, "<section id=\"not-included\"><h2>Not included</h2><ul>");
-        for (src, why) in skipped {
-            let _ = writeln!(s, "<li class=\"skipped\">{}: {}</li>", esc(src), esc(why));
-        }
-        let _ = writeln!(s, "</ul></section>");
-    }
-    s.push_str("</body></html>\n");
-    s
-}
-
-fn block_html(s: &mut String, b: &Block) {
-    match b {
-        Block::Para(t) => {
-            let _ = writeln!(s, "<p>{}</p>", esc(t));
-        }
-        Block::List(items) => {
-            s.push_str("<ul>");
-            for it in items {
-                let _ = write!(s, "<li>{}</li>", esc(it));
-            }
-            s.push_str("</ul>\n");
-        }
-        Block::Table(head, rows) => {
-            s.push_str("<table><thead><tr>");
-            for h in head {
-                let _ = write!(s, "<th>{}</th>", esc(h));
-            }
-            s.push_str("</tr></thead><tbody>\n");
-            for r in rows {
-                s.push_str("<tr>");
-                for c in r {
-                    let _ = write!(s, "<td>{}</td>", esc(c));
-                }
-                s.push_str("</tr>\n");
-            }
-            s.push_str("</tbody></table>\n");
-        }
-        Block::Svg { name, svg } => {
-            // Spinscope's own SVG (every document string in it is escaped by its renderer);
-            // the XML prolog and doctype are dropped for inline use.
-            let body = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
-            let _ = writeln!(
-                s,
-                "<figure class=\"chart\" data-name=\"{}\">{body}</figure>",
-                esc(name)
-            );
-        }
-    }
-}
-
-/// The Markdown page: headings, lists and tables.
-pub fn markdown(inputs: &[Input]) -> String {
-    let mut s = String::from("# spinscope report\n\n## Summary\n\n");
-    let mut summary: Vec<(u8, String)> = inputs
-        .iter()
-        .filter_map(|i| match i {
-            Input::Section { section, .. } => Some(section.summary.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    summary.sort_by_key(|x| x.0);
-    if summary.is_empty() {
-        s.push_str("- No document was included.\n");
-    }
-    for (_, line) in summary {
-        let _ = writeln!(s, "- {}", md(&line));
-    }
-    for inp in inputs {
-        if let Input::Section { source, section } = inp {
-            let _ = write!(
-                s,
-                "\n## {}\n\nFrom `{}`\n\n",
-                md(&section.title),
-                source.replace('`', "'")
-            );
-            for b in &section.blocks {
-                block_md(&mut s, b);
-            }
-        }
-    }
-    let skipped: Vec<String> = inputs
-        .iter()
-        .filter_map(|i| match i {
-            Input::Skipped { source, why } => Some(format!("- {}: {}", md(source), md(why))),
-            _ => None,
-        })
-        .collect();
-    if !skipped.is_empty() {
-        let _ = write!(s, "\n## Not included\n\n{}\n", skipped.join("\n"));
-    }
-    s
-}
-
-fn block_md(s: &mut String, b: &Block) {
-    match b {
-        Block::Para(t) => {
-            let _ = write!(s, "{}\n\n", md(t));
-        }
-        Block::List(items) => {
-            for it in items {
-                let _ = writeln!(s, "- {}", md(it));
-            }
-            s.push('\n');
-        }
-        Block::Table(head, rows) => {
-            let _ = writeln!(
-                s,
-                "| {} |",
-                head.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | ")
-            );
-            let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
-            for r in rows {
-                let _ = writeln!(
-                    s,
-                    "| {} |",
-                    r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ")
-                );
-            }
-            s.push('\n');
-        }
-        Block::Svg { name, .. } => {
-            let _ = write!(s, "_Chart: {} (in the HTML report)._\n\n", md(name));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,9 +254,15 @@ mod tests {
         assert!(!page.contains("<img src=x"), "{page}");
         assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;"));
         assert!(page.contains("&lt;bad&gt;: unknown"));
-        let md = markdown(&inputs);
-        assert!(md.contains("## Doctor: db1 &lt;b&gt;"), "{md}");
+        let md = markdown(&inputs, None).text;
+        assert!(md.contains("### Doctor: db1 \\<b\\>"), "{md}");
+        assert!(!md.contains("&lt;") && !md.contains("&#39;"), "{md}");
+        assert!(
+            md.contains("Critical: \\<img src=x onerror=alert(1)\\>."),
+            "{md}"
+        );
         assert!(md.contains("- why: a\\|b"), "{md}");
         assert!(md.contains("## Not included"));
+        assert!(md.find("## Verdict") < md.find("## Details"), "{md}");
     }
 }

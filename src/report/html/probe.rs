@@ -70,10 +70,11 @@ impl Kind for Probe {
             blocks.push(Block::List(n.iter().map(cell).collect()));
         }
         blocks.extend(command(doc));
-        Ok(Section {
-            title: format!("Probe: {name}"),
+        Ok(Section::new(
+            "probe",
+            format!("Probe: {name}"),
             summary,
             blocks,
-        })
+        ))
     }
 }

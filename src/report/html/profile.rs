@@ -53,9 +53,13 @@ impl Kind for Profile {
             }
         }
         folded.sort_by(|a, b| a.0.cmp(&b.0));
-        let headline = cell(&doc["headline"]);
         let mut blocks = vec![
-            Block::Para(headline.clone()),
+            Block::Para(
+                doc["headline"]
+                    .as_str()
+                    .unwrap_or("No InnoDB spin waiting worth a headline in this profile.")
+                    .to_string(),
+            ),
             fields(
                 doc,
                 &[
@@ -88,16 +92,40 @@ impl Kind for Profile {
         }
         blocks.extend(command(doc));
         let share = doc["spin_share"].as_f64().unwrap_or(0.0);
-        Ok(Section {
-            title: format!(
-                "Profile: {}",
-                cell(&doc["source"]["file"]).replace('-', "live")
-            ),
-            summary: vec![(
-                if share >= 0.2 { 1 } else { 3 },
-                format!("Profile: {headline}."),
-            )],
+        let src = &doc["source"];
+        // A recording is named by its file, else by the process it sampled.
+        let what = match (
+            src["file"].as_str(),
+            src["comm"].as_str(),
+            src["pid"].as_u64(),
+        ) {
+            (Some(f), _, _) => f.to_string(),
+            (None, Some(c), Some(p)) => format!("{c} (pid {p}), recorded live"),
+            (None, _, Some(p)) => format!("pid {p}, recorded live"),
+            _ => "recorded live".to_string(),
+        };
+        let spin = format!(
+            "Profile ({what}): InnoDB spin waiting is {:.1}% of the sampled CPU.",
+            share * 100.0
+        );
+        let line = doc["headline"]
+            .as_str()
+            .map_or(spin, |h| format!("Profile ({what}): {h}."));
+        let mut sec = Section::new(
+            "profile",
+            format!("Profile: {what}"),
+            vec![(if share >= 0.2 { 1 } else { 3 }, line)],
             blocks,
-        })
+        );
+        sec.numbers = vec![
+            ("samples".into(), cell(&doc["samples"])),
+            ("InnoDB spin share".into(), format!("{:.1}%", share * 100.0)),
+        ];
+        sec.picture = sec
+            .blocks
+            .iter()
+            .find(|b| matches!(b, Block::Svg { .. }))
+            .cloned();
+        Ok(sec)
     }
 }

@@ -59,12 +59,13 @@ impl Kind for Spin {
         } else {
             3
         };
-        Ok(Section {
-            title: format!("Spin budget: {server}"),
-            summary: words
+        Ok(Section::new(
+            "spin",
+            format!("Spin budget: {server}"),
+            words
                 .map(|w| vec![(sev, format!("Spin budget ({server}): {w}."))])
                 .unwrap_or_default(),
             blocks,
-        })
+        ))
     }
 }

@@ -26,7 +26,14 @@ impl Kind for Sweep {
                 format!("Sweep {} ({}): knee {knee}.", d.config.workload, va.variant),
             ));
             let usl = va.usl.as_ref().map_or("-".into(), |u| {
-                format!("sigma {} kappa {}", fmt_num(u.sigma), fmt_num(u.kappa))
+                crate::report::sweep_html::usl_not_drawn(u).unwrap_or_else(|| {
+                    format!(
+                        "sigma {} kappa {} (R^2 {:.3})",
+                        fmt_num(u.sigma),
+                        fmt_num(u.kappa),
+                        u.r_squared
+                    )
+                })
             });
             rows.push(vec![
                 va.variant.clone(),
@@ -108,10 +115,11 @@ impl Kind for Sweep {
             steps,
         ));
         blocks.extend(command(doc));
-        Ok(Section {
-            title: format!("Sweep: {} on {}", d.config.workload, d.server.version),
+        Ok(Section::new(
+            "sweep",
+            format!("Sweep: {} on {}", d.config.workload, d.server.version),
             summary,
             blocks,
-        })
+        ))
     }
 }

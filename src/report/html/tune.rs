@@ -114,10 +114,22 @@ impl Kind for Tune {
         }
         blocks.extend(command(doc));
         let sev = if d.decision.change { 1 } else { 3 };
-        Ok(Section {
-            title: format!("Tune: {} on {}", d.workload, d.server),
-            summary: vec![(sev, format!("Tune ({}): {}", d.server, d.decision.sentence))],
+        let mut sec = Section::new(
+            "tune",
+            format!("Tune: {} on {}", d.workload, d.server),
+            vec![(sev, format!("Tune ({}): {}", d.server, d.decision.sentence))],
             blocks,
-        })
+        );
+        sec.numbers = d
+            .candidates
+            .first()
+            .map(|r| {
+                vec![(
+                    "best candidate".to_string(),
+                    format!("{} ({})", r.name, settings(&r.settings)),
+                )]
+            })
+            .unwrap_or_default();
+        Ok(sec)
     }
 }
