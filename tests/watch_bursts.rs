@@ -132,7 +132,7 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
     }
     let db = MariaDb::start(&["--max-connections=200"]);
     db.sql(
-        "CREATE DATABASE h; CREATE TABLE h.hot (id INT PRIMARY KEY, c BIGINT) ENGINE=InnoDB; \
+        "CREATE DATABASE h; USE h; CREATE TABLE h.hot (id INT PRIMARY KEY, c BIGINT) ENGINE=InnoDB; \
          INSERT INTO h.hot VALUES (1, 0); \
          CREATE TABLE h.bg (id INT PRIMARY KEY, c BIGINT) ENGINE=InnoDB; \
          INSERT INTO h.bg SELECT seq, 0 FROM seq_1_to_1000",
@@ -201,6 +201,12 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
         h.join().unwrap();
     }
     let bursts = metric(&metrics, "spinscope_watch_bursts_total") - bursts_before;
+    // No change of spinscope's is left on this server: the journal gauge says 0.
+    assert_eq!(
+        metric(&metrics, "spinscope_journal_open_records{"),
+        0.0,
+        "{metrics}"
+    );
     let stderr = w.stderr();
     // SAFETY: kill(2) on our own child.
     unsafe {
@@ -231,6 +237,25 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
             .unwrap();
     let fired = doc["fired_at_unix_ms"].as_f64().unwrap();
     let delay_ms = fired - starts[0];
+    // What the samples saw around each burst: (ms after the first burst, SQL threads_running,
+    // /proc running) where either is above 2.
+    let seen: Vec<String> = doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["threads_running"].as_u64().unwrap_or(0) > 2 || p["running"].as_u64().unwrap_or(0) > 2
+        })
+        .map(|p| {
+            format!(
+                "{:.0}:{}/{}",
+                fired + p["t_ms"].as_f64().unwrap() - starts[0],
+                p["threads_running"],
+                p["running"]
+            )
+        })
+        .collect();
+    eprintln!("samples above 2 (ms after the first burst: SQL/proc): {}", seen.join(" "));
     eprintln!(
         "{n} bursts every {every_s} s: {bursts} counted (quiet before: {bursts_before}), \
          capture fired {delay_ms:.0} ms after the first by '{}'",

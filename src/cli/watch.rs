@@ -226,6 +226,12 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
 
 pub fn run(a: WatchArgs) -> Result<i32> {
     let p = plan(&a)?;
+    // Everything watch and its children (perf's temporary directory included) create holds
+    // server data: private whatever the inherited umask.
+    // SAFETY: umask has no preconditions.
+    unsafe {
+        libc::umask(0o077);
+    }
     let out = p.out_dir.clone();
     let stop = crate::interrupt::install()?;
     let s = watch::run(p, stop)?;

@@ -1,10 +1,10 @@
 //! Prometheus metrics of `watch` (the `prometheus-client` crate's registry and text encoder)
 //! and the `/metrics` endpoint: hyper's HTTP/1 server on a single-threaded tokio runtime on one
 //! thread, bounded: at most [`MAX_CONNECTIONS`] open connections (more are closed as they are
-//! accepted), headers within [`HEADER_TIMEOUT`] (also the idle time allowed between requests on
-//! a kept-alive connection), and no connection lives longer than [`CONNECTION_LIFETIME`]. So ten
-//! thousand idle clients cost one thread and a few fds, and the endpoint answers again as soon
-//! as connections close or time out.
+//! accepted), headers within [`HEADER_TIMEOUT`], and no connection lives longer than
+//! [`CONNECTION_LIFETIME`] (the idle timeout: a scrape takes milliseconds, and a scraper
+//! reconnects). So ten thousand idle clients cost one thread and a few fds, and the endpoint
+//! answers again as soon as connections close or time out.
 //!
 //! Threads_running is a histogram of every SQL read, and on a local server the threads in state
 //! R from /proc a histogram of every tick, so a peak of 50 ms between two 15 s scrapes still
@@ -138,12 +138,12 @@ impl Metrics {
         );
         r.register(
             "bursts",
-            "Bursts: runs of samples with Threads_running above the core count",
+            "Bursts: a trigger's condition held for its 'for' time, until none held for 0.5 s; counted also while captures cool down",
             m.bursts.clone(),
         );
         r.register_with_unit(
             "burst_duration",
-            "Duration of each ended burst",
+            "Duration of each ended burst (first to last sample with a condition held)",
             Unit::Seconds,
             m.burst_duration.clone(),
         );
@@ -226,11 +226,10 @@ pub fn render(m: &Metrics, r: &Registry) -> String {
 
 /// Connections served at once; more are closed as soon as they are accepted.
 pub const MAX_CONNECTIONS: usize = 64;
-/// A request's headers must arrive within this (from the connection, or from the last
-/// response on a kept-alive one: the idle timeout).
+/// A request's headers must arrive within this.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-/// No connection is kept longer than this.
-pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// No connection is kept longer than this, idle or not.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(10);
 
 type Body = http_body_util::Full<hyper::body::Bytes>;
 

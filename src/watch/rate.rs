@@ -25,18 +25,22 @@ pub enum Load {
 }
 
 impl Load {
-    /// From the round's CPU of watch's session and of the whole server (ns; local servers),
-    /// else from the highest Threads_running of the round's reads (own session excluded).
+    /// From the round's CPU of watch's session and of the whole server (ns; local servers;
+    /// `tick_ns` is the resolution of the server's figure), else from the highest
+    /// Threads_running of the round's reads (own session excluded).
     pub fn judge(
         session_cpu_ns: Option<u64>,
         server_cpu_ns: Option<u64>,
+        tick_ns: u64,
         max_others_running: u64,
     ) -> Load {
         match (session_cpu_ns, server_cpu_ns) {
             (Some(own), Some(all)) => {
-                // /proc's process CPU comes in clock ticks: never below the session's part.
-                let all = all.max(own);
-                if all == 0 || own as f64 >= OWN_SHARE * all as f64 {
+                // /proc's process CPU comes in clock ticks: never below the session's part,
+                // nor below one tick (a session using under half a tick in a round is not a
+                // load, whatever slowed its round trip: a host starved by other processes).
+                let all = all.max(own).max(tick_ns);
+                if own as f64 >= OWN_SHARE * all as f64 {
                     Load::Ours
                 } else {
                     Load::Others
@@ -189,20 +193,18 @@ mod tests {
 
     #[test]
     fn who_the_load_is() {
+        let tick = 10_000_000;
         // Local: the session's CPU against the server's.
-        assert_eq!(
-            Load::judge(Some(2_000_000), Some(150_000_000), 0),
-            Load::Others
-        );
-        assert_eq!(
-            Load::judge(Some(6_000_000), Some(10_000_000), 30),
-            Load::Ours
-        );
-        // /proc's ticks said 0 while the session ran: the session is all there was.
-        assert_eq!(Load::judge(Some(1_000_000), Some(0), 30), Load::Ours);
+        let j = |own, all, others| Load::judge(own, all, tick, others);
+        assert_eq!(j(Some(2_000_000), Some(150_000_000), 0), Load::Others);
+        assert_eq!(j(Some(6_000_000), Some(10_000_000), 30), Load::Ours);
+        // /proc's ticks said 0: a session using 8 ms of a round is the load, 1 ms is not (the
+        // host starved everything).
+        assert_eq!(j(Some(8_000_000), Some(0), 30), Load::Ours);
+        assert_eq!(j(Some(1_000_000), Some(0), 0), Load::Others);
         // Remote: other sessions running at a read.
-        assert_eq!(Load::judge(None, None, 31), Load::Others);
-        assert_eq!(Load::judge(None, None, 1), Load::Ours);
-        assert_eq!(Load::judge(Some(5), None, 0), Load::Ours);
+        assert_eq!(j(None, None, 31), Load::Others);
+        assert_eq!(j(None, None, 1), Load::Ours);
+        assert_eq!(j(Some(5), None, 0), Load::Ours);
     }
 }

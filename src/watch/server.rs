@@ -946,7 +946,12 @@ pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
                 .map(|p| p.threads_running)
                 .max()
                 .unwrap_or(0);
-            let load = Load::judge(rec.server_session_cpu_ns, server_cpu_ns, others);
+            let load = Load::judge(
+                rec.server_session_cpu_ns,
+                server_cpu_ns,
+                tick_ns as u64,
+                others,
+            );
             match rc.observe(
                 if rec.points.is_empty() {
                     f64::NAN
