@@ -233,6 +233,10 @@ pub fn run(a: WatchArgs) -> Result<i32> {
         libc::umask(0o077);
     }
     let out = p.out_dir.clone();
+    // A link planted at the log watch appends to is refused before the watch starts.
+    if out.is_dir() {
+        crate::files::check_output(&out.join("watch.log"), "--out")?;
+    }
     let stop = crate::interrupt::install()?;
     let s = watch::run(p, stop)?;
     println!(
