@@ -255,7 +255,10 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
             )
         })
         .collect();
-    eprintln!("samples above 2 (ms after the first burst: SQL/proc): {}", seen.join(" "));
+    eprintln!(
+        "samples above 2 (ms after the first burst: SQL/proc): {}",
+        seen.join(" ")
+    );
     eprintln!(
         "{n} bursts every {every_s} s: {bursts} counted (quiet before: {bursts_before}), \
          capture fired {delay_ms:.0} ms after the first by '{}'",

@@ -192,8 +192,16 @@ fn kill_9_during_a_capture_leaves_no_perf_and_retention_clears_the_half_capture(
         "threads_running > 100000",
         &["--profile-duration", "0", "--duration", "1"],
     );
-    let w2 = Watch::start(&mut cmd, dir.path().join("w2.err"));
-    let (code, _) = w2.stop();
+    let mut w2 = Watch::start(&mut cmd, dir.path().join("w2.err"));
+    // --duration 1: it stops by itself.
+    let t0 = Instant::now();
+    let code = loop {
+        if let Ok(Some(st)) = w2.0.try_wait() {
+            break st.code();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{}", w2.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let err = std::fs::read_to_string(dir.path().join("w2.err")).unwrap();
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("retention: removed"), "{err}");
