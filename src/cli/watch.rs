@@ -15,7 +15,8 @@ Examples:
   spinscope watch --inventory fleet.txt --out /var/lib/spinscope/watch --min-free-disk 2G
   spinscope doctor --snapshot /var/lib/spinscope/watch/20261123T221530.125Z-db1
 
-Triggers (--trigger, repeatable; default 'threads_running > 2*cores for 50ms'):
+Triggers (--trigger, repeatable; default 'threads_running > 2*cores for 50ms', and on a local
+server 'running > 2*cores for 50ms' beside it):
   trigger  := series OP value [for DURATION] [cooldown DURATION]
   series   := threads_running | threads_connected | qps | row_lock_waits | rtt_ms | running
             | rt_p50_ms | rt_p95_ms | rt_p99_ms   (response time from packets; also p99, rt.p99)
@@ -29,7 +30,14 @@ row_lock_waits come from one SHOW GLOBAL STATUS, rtt_ms is its round trip: at --
 local server, at --hz elsewhere; running (local servers only) is the server's threads in state R
 (on a CPU or queued for one) from /proc/PID/task at --hz (100), which costs the server nothing.
 A trigger is checked at its series' reads, so 'threads_running > 8 for 50ms' on a local server
-needs two reads 100 ms apart; 'running > 2*cores for 50ms' sees CPU pile-ups at --hz.
+needs two reads 100 ms apart; 'running > 2*cores for 50ms' sees CPU pile-ups at --hz. The /proc
+series never backs off; the SQL reads slow down only while watch's own statements are the
+server's load (its session's share of the server's CPU; remote: no other session running).
+
+Bursts: a burst starts when any trigger's condition has held for its 'for' time and ends 0.5 s
+after none holds; each is counted once in spinscope_watch_bursts_total, also while captures
+cool down (--cooldown, default 30 s: one capture per series of repeated bursts, the next
+series after half a minute) or --max-captures is reached.
 
 Each capture is a directory with doctor-snapshot.json (read by doctor --snapshot DIR), capture.json
 (every sample from --history before to --after after the trigger), processlist.tsv,
@@ -68,8 +76,8 @@ pub struct WatchArgs {
     #[arg(long = "trigger", value_name = "EXPR")]
     pub triggers: Vec<String>,
     /// How long a trigger stays quiet after it fired, unless it says `cooldown` (bare number:
-    /// seconds).
-    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = super::units::seconds)]
+    /// seconds). Bursts are counted in the metrics meanwhile.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = super::units::seconds)]
     pub cooldown: f64,
     /// Captures this run writes at most.
     #[arg(long, default_value_t = 100, value_name = "N")]
@@ -80,7 +88,7 @@ pub struct WatchArgs {
     /// Captures kept in --out (the oldest go first).
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub keep: usize,
-    /// Captures older than this are removed: 14d, 36h (bare number: days).
+    /// Captures older than this are removed: 14d, 36h (bare number: days; at least 1h).
     #[arg(long = "max-age", alias = "max-age-days", default_value = "14d", value_name = "DURATION", value_parser = super::units::days)]
     pub max_age_days: f64,
     /// Where captures and watch.log go.
@@ -166,6 +174,12 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
         "seconds",
     )?;
     range("--max-age", a.max_age_days, 0.0, 36_500.0, "days")?;
+    if a.max_age_days * 24.0 < 1.0 {
+        return Err(Error::bad_input(format!(
+            "--max-age {}h: captures would be removed right after they are written; give 1h or more",
+            (a.max_age_days * 24.0 * 100.0).round() / 100.0
+        )));
+    }
     if let Some(c) = a.cores {
         range("--cores", c, 1.0, 65_536.0, "cores")?;
     }
@@ -173,10 +187,15 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
         range("--duration", d, 0.0, 1e9, "seconds")?;
     }
     if a.keep == 0 {
-        return Err(Error::bad_input("--keep 0: keep at least 1 capture"));
+        return Err(Error::bad_input(
+            "--keep 0: every capture would be removed right after it is written; keep at least 1",
+        ));
     }
     let texts: Vec<String> = if a.triggers.is_empty() {
-        vec![trigger::DEFAULT_TRIGGER.to_string()]
+        vec![
+            trigger::DEFAULT_TRIGGER.to_string(),
+            trigger::DEFAULT_PROC_TRIGGER.to_string(),
+        ]
     } else {
         a.triggers.clone()
     };
@@ -191,6 +210,7 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
         history_s: a.history,
         after_s: a.after,
         triggers,
+        default_triggers: a.triggers.is_empty(),
         cooldown_s: a.cooldown,
         max_captures: a.max_captures,
         min_free_bytes: watch::capture::parse_bytes(&a.min_free_disk)?,
@@ -206,6 +226,12 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
 
 pub fn run(a: WatchArgs) -> Result<i32> {
     let p = plan(&a)?;
+    // Everything watch and its children (perf's temporary directory included) create holds
+    // server data: private whatever the inherited umask.
+    // SAFETY: umask has no preconditions.
+    unsafe {
+        libc::umask(0o077);
+    }
     let out = p.out_dir.clone();
     // A link planted at the log watch appends to is refused before the watch starts.
     if out.is_dir() {
@@ -214,10 +240,15 @@ pub fn run(a: WatchArgs) -> Result<i32> {
     let stop = crate::interrupt::install()?;
     let s = watch::run(p, stop)?;
     println!(
-        "spinscope watch: {} capture(s) in {} ({} skipped) over {:.0} s",
+        "spinscope watch: {} capture(s) in {} ({} skipped{}) over {:.0} s",
         s.captures,
         out.display(),
         s.skipped,
+        if s.failed > 0 {
+            format!(", {} failed to write", s.failed)
+        } else {
+            String::new()
+        },
         s.seconds
     );
     Ok(EXIT_OK)

@@ -698,7 +698,7 @@ pub fn proc_source(pid: u32, gate: super::proc_threads::Gate, gate_note: Option<
         if n == 0 {
             String::new()
         } else {
-            format!(", every thread's every {n}th sample")
+            format!(", every thread's every {n}th sample while /proc/loadavg shows more runnable tasks than CPUs")
         }
     };
     format!(
@@ -758,7 +758,8 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
             "PROCESS",
         )
         .and_then(|r| r.into_iter().next())
-        .map(|(_, _, s)| s);
+        // Its TRANSACTIONS section quotes other sessions' statements: no passwords kept.
+        .map(|(_, _, s)| super::redact::redact_secrets(&s).into_owned());
 
     let local = t.is_local();
     let mut host = if local {

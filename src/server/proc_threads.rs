@@ -13,9 +13,10 @@
 //! ([`super::taskstats`]): when no thread was in state R at the last sample and no thread has
 //! been put on a CPU since, no thread file is read at all (an idle server). Otherwise a thread's
 //! `stat` is read only when its `schedstat` (cheaper) changed since the last sample, or it was
-//! in state R at its last read; and every thread's `stat` every 10th sample: a thread asleep at
-//! its last read that has not been on a CPU since is asleep still, unless it was woken and is
-//! queued for its first slice, which the next full read counts. Costs per read on the
+//! in state R at its last read; and every thread's `stat` every 10th sample when the host has
+//! more runnable tasks than CPUs (`/proc/loadavg`): a thread asleep at its last read that has
+//! not been on a CPU since is asleep still, unless it was woken and is queued for its first
+//! slice (which needs a run queue), which the next full read counts. Costs per read on the
 //! benchmark VMs are in docs/PERFORMANCE.md. (`schedstat`'s on-CPU + run-queue times alone would be cheaper still,
 //! but the kernel credits a queued thread's wait only when it next runs, so a 10 ms interval's
 //! mean from them comes in lumps; docs/PERFORMANCE.md.)
@@ -126,7 +127,7 @@ pub enum Gate {
 }
 
 /// The gate the sampler uses: the group gate with a full read every 10th sample (10 Hz at
-/// 100 Hz).
+/// 100 Hz) while the host has more runnable tasks than CPUs.
 pub const DEFAULT_GATE: Gate = Gate::Group { full_every: 10 };
 
 /// One thread's open files and what its last reads said.
@@ -170,6 +171,10 @@ pub struct ProcThreads {
     reads: (u64, u64),
     /// Why the gate asked for is not the one in use.
     gate_note: Option<String>,
+    /// The host's online CPUs (for the run-queue test of a full read).
+    cpus: u32,
+    /// Full reads left out because nothing was queued for a CPU on the host.
+    fulls_skipped: u64,
 }
 
 /// One sample.
@@ -218,6 +223,11 @@ impl ProcThreads {
             last_running: 0,
             reads: (0, 0),
             gate_note: None,
+            // SAFETY: sysconf has no preconditions.
+            cpus: u32::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) })
+                .unwrap_or(1)
+                .max(1),
+            fulls_skipped: 0,
         };
         p.count()?;
         Some(p)
@@ -283,6 +293,22 @@ impl ProcThreads {
         self.reads
     }
 
+    /// Whether tasks wait for a CPU on the host: more runnable than CPUs in /proc/loadavg
+    /// (true when it cannot be read).
+    fn host_queued(&mut self) -> bool {
+        let mut buf = [0u8; 128];
+        self.loadavg
+            .as_ref()
+            .and_then(|f| reread(f, &mut buf))
+            .and_then(parse_loadavg_running)
+            .is_none_or(|r| r > self.cpus)
+    }
+
+    /// Full reads left out because no task was queued for a CPU on the host.
+    pub fn fulls_skipped(&self) -> u64 {
+        self.fulls_skipped
+    }
+
     /// Samples that the group gate's taskstats sums answered alone.
     pub fn group_quiet_samples(&self) -> u64 {
         self.group_quiet_samples
@@ -341,13 +367,19 @@ impl ProcThreads {
     /// when its link count (the thread count) changed or a thread's stat could not be read
     /// (it exited, maybe replaced by a new one): listing costs more than reading ten stats.
     pub fn count(&mut self) -> Option<Count> {
-        let full = match self.gate {
+        let mut full = match self.gate {
             Gate::Every => true,
             Gate::Schedstat { full_every } | Gate::Group { full_every } => {
                 full_every > 0 && self.samples % u64::from(full_every) == 0
             }
         };
         self.samples += 1;
+        // What a full read is for, a thread woken and still queued for its first slice, needs
+        // a run queue: /proc/loadavg showing more runnable tasks than the host has CPUs.
+        if full && !matches!(self.gate, Gate::Every) && !self.host_queued() {
+            full = false;
+            self.fulls_skipped += 1;
+        }
         // The group gate: one request for the whole process, made before any per-thread
         // read, so that a thread put on a CPU after it shows in the next sample's sums. Asked
         // only when the last sample found no thread R (under a load the sums always change).
@@ -479,91 +511,118 @@ mod tests {
         assert_eq!(parse_schedstat(b"x 1 2"), None);
     }
 
-    #[test]
-    fn a_process_that_starts_spinning_is_seen_running_on_reread() {
-        // A child of its own (this test binary runs other tests' threads beside this one):
-        // asleep first, then spinning; the same open files must show the change.
+    /// A child of its own (this test binary runs other tests' threads beside this one),
+    /// asleep in `read` until [`go`] writes a line to it, then spinning.
+    fn sleeper() -> (std::process::Child, std::process::ChildStdin) {
         let mut child = std::process::Command::new("/bin/sh")
-            .args(["-c", "sleep 0.4; while :; do :; done"])
+            .args(["-c", "read x; while :; do :; done"])
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("/bin/sh");
-        let mut p = ProcThreads::open(child.id()).expect("child's /proc");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let asleep = p.count().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(700));
-        let mut spinning = Vec::new();
-        for _ in 0..10 {
+        let stdin = child.stdin.take().unwrap();
+        (child, stdin)
+    }
+
+    fn go(stdin: &mut std::process::ChildStdin) {
+        use std::io::Write;
+        stdin.write_all(b"go\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Poll `f` every 5 ms until it holds, for at most 20 s (a loaded host can keep a woken
+    /// process off a CPU for a long time): whether it held.
+    fn wait_until(mut f: impl FnMut() -> bool) -> bool {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_secs(20) {
+            if f() {
+                return true;
+            }
             std::thread::sleep(std::time::Duration::from_millis(5));
-            spinning.push(p.count().unwrap());
         }
+        false
+    }
+
+    /// The child's own state letter, read independently of the counter under test.
+    fn state_of(pid: u32) -> Option<u8> {
+        std::fs::read(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| parse_state(&s))
+    }
+
+    const IDLE: Count = Count {
+        running: 0,
+        threads: 1,
+    };
+    const BUSY: Count = Count {
+        running: 1,
+        threads: 1,
+    };
+
+    #[test]
+    fn a_process_that_starts_spinning_is_seen_running_on_reread() {
+        let (mut child, mut stdin) = sleeper();
+        let pid = child.id();
+        let mut p = ProcThreads::open(pid).expect("child's /proc");
+        assert!(wait_until(|| state_of(pid) == Some(b'S')), "never asleep");
+        let asleep = p.count().unwrap();
+        go(&mut stdin);
+        // The same open files show the change once it runs.
+        assert!(
+            wait_until(|| p.count().unwrap() == BUSY),
+            "the spin was never seen"
+        );
+        let spinning: Vec<Count> = (0..10)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                p.count().unwrap()
+            })
+            .collect();
         let _ = child.kill();
         let _ = child.wait();
-        assert_eq!(
-            asleep,
-            Count {
-                running: 0,
-                threads: 1
-            }
-        );
+        assert_eq!(asleep, IDLE);
         // Spinning: in state R (on a CPU or queued) at every read.
-        assert!(
-            spinning.iter().all(|c| *c
-                == Count {
-                    running: 1,
-                    threads: 1
-                }),
-            "{spinning:?}"
-        );
+        assert!(spinning.iter().all(|c| *c == BUSY), "{spinning:?}");
         assert!(p.count().is_none(), "a reaped process still counted");
     }
 
     #[test]
     fn the_schedstat_gate_sees_a_thread_that_starts_spinning() {
-        let mut child = std::process::Command::new("/bin/sh")
-            .args(["-c", "sleep 0.4; while :; do :; done"])
-            .spawn()
-            .expect("/bin/sh");
-        let mut p = ProcThreads::open(child.id()).expect("child's /proc");
+        let (mut child, mut stdin) = sleeper();
+        let pid = child.id();
+        let mut p = ProcThreads::open(pid).expect("child's /proc");
         p.set_gate(Gate::Schedstat { full_every: 1000 });
         let gated = p.gate();
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(wait_until(|| state_of(pid) == Some(b'S')), "never asleep");
         let asleep: Vec<Count> = (0..5).map(|_| p.count().unwrap()).collect();
-        std::thread::sleep(std::time::Duration::from_millis(700));
-        let mut spinning = Vec::new();
-        for _ in 0..10 {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            spinning.push(p.count().unwrap());
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        let (idle, busy) = (
-            Count {
-                running: 0,
-                threads: 1,
-            },
-            Count {
-                running: 1,
-                threads: 1,
-            },
-        );
-        assert!(asleep.iter().all(|c| *c == idle), "{asleep:?}");
+        go(&mut stdin);
         // Not a full read after the first: the schedstat change (or the last R) made it read.
         assert!(
-            spinning.iter().all(|c| *c == busy),
+            wait_until(|| p.count().unwrap() == BUSY),
+            "{gated:?}: the spin was never seen"
+        );
+        let spinning: Vec<Count> = (0..10)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                p.count().unwrap()
+            })
+            .collect();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(asleep.iter().all(|c| *c == IDLE), "{asleep:?}");
+        assert!(
+            spinning.iter().all(|c| *c == BUSY),
             "{gated:?} {spinning:?}"
         );
     }
 
     #[test]
     fn the_group_gate_reads_nothing_while_asleep_and_sees_the_spin() {
-        let mut child = std::process::Command::new("/bin/sh")
-            .args(["-c", "sleep 0.5; while :; do :; done"])
-            .spawn()
-            .expect("/bin/sh");
-        let mut p = ProcThreads::open(child.id()).expect("child's /proc");
+        let (mut child, mut stdin) = sleeper();
+        let pid = child.id();
+        let mut p = ProcThreads::open(pid).expect("child's /proc");
+        assert!(wait_until(|| state_of(pid) == Some(b'S')), "never asleep");
         p.set_gate(Gate::Group { full_every: 0 });
         let gate = p.gate();
-        std::thread::sleep(std::time::Duration::from_millis(50));
         let asleep: Vec<Count> = (0..20)
             .map(|_| {
                 std::thread::sleep(std::time::Duration::from_millis(5));
@@ -571,19 +630,21 @@ mod tests {
             })
             .collect();
         let answered = p.group_quiet_samples() + p.samples().1;
-        std::thread::sleep(std::time::Duration::from_millis(700));
-        let mut spinning = Vec::new();
-        for _ in 0..10 {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            spinning.push(p.count().unwrap());
-        }
+        go(&mut stdin);
+        // With no full reads at all, the spin is seen through the sums.
+        assert!(
+            wait_until(|| p.count().unwrap() == BUSY),
+            "{gate:?}: the spin was never seen"
+        );
+        let spinning: Vec<Count> = (0..10)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                p.count().unwrap()
+            })
+            .collect();
         let _ = child.kill();
         let _ = child.wait();
-        let idle = Count {
-            running: 0,
-            threads: 1,
-        };
-        assert!(asleep.iter().all(|c| *c == idle), "{asleep:?}");
+        assert!(asleep.iter().all(|c| *c == IDLE), "{asleep:?}");
         match p.gate_note() {
             // taskstats answered (root): after the first two samples of the sleeping child,
             // the sums (or /proc/loadavg) answer alone.
@@ -594,15 +655,7 @@ mod tests {
             // Not root: the schedstat gate, and it says why.
             Some(why) => assert!(matches!(gate, Gate::Schedstat { .. }), "{why}"),
         }
-        // With no full reads at all, the spin is seen through the sums.
-        assert!(
-            spinning.iter().all(|c| *c
-                == Count {
-                    running: 1,
-                    threads: 1
-                }),
-            "{spinning:?}"
-        );
+        assert!(spinning.iter().all(|c| *c == BUSY), "{spinning:?}");
     }
 
     #[test]

@@ -259,6 +259,74 @@ pub fn append_log(out: &Path, line: &LogLine) -> Result<()> {
         .map_err(|e| Error::runtime(format!("appending to {}: {e}", path.display())))
 }
 
+/// The marker of a capture being written: holds the writing process's pid. A directory with it
+/// and no `capture.json` whose writer is gone (a `kill -9`, a crash) is debris that retention
+/// removes.
+pub const INCOMPLETE: &str = ".incomplete";
+
+/// Mark a new capture directory as being written by this process.
+pub fn mark_incomplete(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dir.join(INCOMPLETE))?;
+    f.write_all(format!("{}\n", std::process::id()).as_bytes())
+}
+
+/// The capture is whole: its marker goes.
+pub fn mark_complete(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(INCOMPLETE));
+}
+
+/// `20261123T221530.125Z-...`: a name [`dir_name`] makes.
+fn capture_like(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() > 21
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'T'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'.'
+        && b[16..19].iter().all(u8::is_ascii_digit)
+        && &b[19..21] == b"Z-"
+}
+
+/// Half-written capture directories under `out` whose writer is gone: a marker naming a
+/// process that no longer runs, or (written before markers existed) a capture-named directory
+/// without `capture.json` or marker, untouched for an hour.
+pub fn debris(out: &Path) -> Vec<PathBuf> {
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir(out) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|d| !d.join("capture.json").exists())
+        .filter(|d| match std::fs::read_to_string(d.join(INCOMPLETE)) {
+            Ok(t) => match t.trim().parse::<u32>() {
+                Ok(pid) => pid != me && !Path::new(&format!("/proc/{pid}")).exists(),
+                Err(_) => true,
+            },
+            Err(_) => {
+                d.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(capture_like)
+                    && std::fs::symlink_metadata(d)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|m| m.elapsed().ok())
+                        .is_some_and(|a| a.as_secs() > 3600)
+            }
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// Capture directories under `out` (those holding a `capture.json`), oldest name first.
 pub fn list(out: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(out)
@@ -273,13 +341,17 @@ pub fn list(out: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// Remove the oldest captures beyond `keep` and those older than `max_age_s`; returns the
-/// removed directories. Only directories with a `capture.json` are touched.
+/// Remove the oldest captures beyond `keep`, those older than `max_age_s`, and half-written
+/// ones whose writer is gone ([`debris`]); returns the removed directories. Only directories
+/// with a `capture.json` or a capture's marker (or name) are touched.
 pub fn retain(out: &Path, keep: usize, max_age_s: f64) -> Vec<PathBuf> {
     let _g = INDEX.lock();
     let all = list(out);
     let now = std::time::SystemTime::now();
-    let mut removed = Vec::new();
+    let mut removed: Vec<PathBuf> = debris(out)
+        .into_iter()
+        .filter(|d| std::fs::remove_dir_all(d).is_ok())
+        .collect();
     let excess = all.len().saturating_sub(keep);
     for (i, d) in all.iter().enumerate() {
         let old = std::fs::metadata(d.join("capture.json"))
@@ -323,11 +395,25 @@ mod tests {
             std::fs::write(d.path().join(n).join("capture.json"), "{}").unwrap();
         }
         std::fs::create_dir(d.path().join("0-not-ours")).unwrap();
+        // Half-written: by a process that is gone (no such pid), and by this one.
+        let dead = d.path().join("20261123T221530.125Z-dead");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(INCOMPLETE), "4294967294\n").unwrap();
+        let mine = d.path().join("20261123T221531.125Z-mine");
+        std::fs::create_dir(&mine).unwrap();
+        mark_incomplete(&mine).unwrap();
+        assert!(mark_incomplete(&mine).is_err(), "the marker is made new");
+        assert_eq!(debris(d.path()), vec![dead.clone()]);
         let gone = retain(d.path(), 2, 1e9);
-        assert_eq!(gone.len(), 2);
+        assert_eq!(gone.len(), 3, "{gone:?}");
+        assert!(!dead.exists() && mine.exists());
+        mark_complete(&mine);
+        assert!(!mine.join(INCOMPLETE).exists());
         assert_eq!(list(d.path()).len(), 2);
         assert!(d.path().join("d").exists() && d.path().join("0-not-ours").exists());
         assert_eq!(retain(d.path(), 10, -1.0).len(), 2);
+        assert!(mine.exists(), "a capture being written is not removed");
+        assert!(capture_like("20261123T221530.125Z-db1") && !capture_like("caps"));
     }
 
     #[test]

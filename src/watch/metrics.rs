@@ -1,11 +1,16 @@
 //! Prometheus metrics of `watch` (the `prometheus-client` crate's registry and text encoder)
-//! and the `/metrics` endpoint (a `tiny_http` server on its own thread).
+//! and the `/metrics` endpoint: hyper's HTTP/1 server on a single-threaded tokio runtime on one
+//! thread, bounded: at most [`MAX_CONNECTIONS`] open connections (more are closed as they are
+//! accepted), headers within [`HEADER_TIMEOUT`], and no connection lives longer than
+//! [`CONNECTION_LIFETIME`] (the idle timeout: a scrape takes milliseconds, and a scraper
+//! reconnects). So ten thousand idle clients cost one thread and a few fds, and the endpoint
+//! answers again as soon as connections close or time out.
 //!
 //! Threads_running is a histogram of every SQL read, and on a local server the threads in state
 //! R from /proc a histogram of every tick, so a peak of 50 ms between two 15 s scrapes still
 //! moves a bucket; the other series are per server (label `server`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +70,8 @@ pub struct Metrics {
     pub spin_budget_us: Family<ServerLabel, FGauge>,
     pub spin_design_us: Family<ServerLabel, FGauge>,
     pub process_cpu: FGauge,
+    /// `spinscope_journal_open_records`: the journal's open records for each watched server.
+    pub journal_open: Family<ServerLabel, Gauge>,
 }
 
 impl Metrics {
@@ -89,8 +96,15 @@ impl Metrics {
             spin_budget_us: Family::default(),
             spin_design_us: Family::default(),
             process_cpu: FGauge::default(),
+            journal_open: Family::default(),
         };
-        let mut r = Registry::with_prefix("spinscope_watch");
+        let mut root = Registry::with_prefix("spinscope");
+        root.register(
+            "journal_open_records",
+            "Changes spinscope made to the server and has not yet put back (open journal records, this host's and the server's copies); spinscope restore puts them back",
+            m.journal_open.clone(),
+        );
+        let r = root.sub_registry_with_prefix("watch");
         r.register(
             "threads_running",
             "Threads_running at every SQL read (own session excluded)",
@@ -124,12 +138,12 @@ impl Metrics {
         );
         r.register(
             "bursts",
-            "Bursts: runs of samples with Threads_running above the core count",
+            "Bursts: a trigger's condition held for its 'for' time, until none held for 0.5 s; counted also while captures cool down",
             m.bursts.clone(),
         );
         r.register_with_unit(
             "burst_duration",
-            "Duration of each ended burst",
+            "Duration of each ended burst (first to last sample with a condition held)",
             Unit::Seconds,
             m.burst_duration.clone(),
         );
@@ -188,7 +202,7 @@ impl Metrics {
             Unit::Seconds,
             m.process_cpu.clone(),
         );
-        (m, r)
+        (m, root)
     }
 }
 
@@ -210,6 +224,94 @@ pub fn render(m: &Metrics, r: &Registry) -> String {
     out
 }
 
+/// Connections served at once; more are closed as soon as they are accepted.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A request's headers must arrive within this.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// No connection is kept longer than this, idle or not.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(10);
+
+type Body = http_body_util::Full<hyper::body::Bytes>;
+
+fn respond(st: &(Metrics, Registry), path: &str) -> hyper::Response<Body> {
+    let (status, ct, text) = match path {
+        "/metrics" => (
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            render(&st.0, &st.1),
+        ),
+        "/" => (
+            200,
+            "text/plain; charset=utf-8",
+            "spinscope watch: metrics at /metrics\n".to_string(),
+        ),
+        _ => (404, "text/plain; charset=utf-8", "not found\n".to_string()),
+    };
+    let mut resp = hyper::Response::new(Body::new(text.into()));
+    *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(ct),
+    );
+    resp
+}
+
+/// Counts an open connection for as long as it lives.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    st: Arc<(Metrics, Registry)>,
+    stop: Arc<AtomicBool>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    while !stop.load(Ordering::Relaxed) {
+        let accepted = tokio::select! {
+            _ = tick.tick() => continue,
+            a = listener.accept() => a,
+        };
+        let sock = match accepted {
+            Ok((sock, _)) => sock,
+            // Out of file descriptors and the like: wait for connections to close.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            drop(sock);
+            continue;
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let guard = Open(Arc::clone(&open));
+        let st = Arc::clone(&st);
+        tokio::spawn(async move {
+            let _guard = guard;
+            let svc =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let resp = respond(&st, req.uri().path());
+                    async move { Ok::<_, std::convert::Infallible>(resp) }
+                });
+            let mut b = hyper::server::conn::http1::Builder::new();
+            b.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(16 << 10);
+            let conn = b.serve_connection(hyper_util::rt::TokioIo::new(sock), svc);
+            let _ = tokio::time::timeout(CONNECTION_LIFETIME, conn).await;
+        });
+    }
+}
+
 /// Serve `/metrics` on `addr` until `stop`; returns the address bound (port 0 picks one).
 pub fn serve(
     addr: &str,
@@ -217,40 +319,23 @@ pub fn serve(
     r: Registry,
     stop: Arc<AtomicBool>,
 ) -> Result<(std::net::SocketAddr, std::thread::JoinHandle<()>)> {
-    let server = tiny_http::Server::http(addr).map_err(|e| {
+    let cannot = |e: &dyn std::fmt::Display| {
         Error::runtime(format!(
             "--metrics-listen {addr}: cannot listen ({e}); choose a free HOST:PORT"
         ))
-    })?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| Error::runtime(format!("--metrics-listen {addr}: not an IP address")))?;
+    };
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| cannot(&e))?;
+    listener.set_nonblocking(true).map_err(|e| cannot(&e))?;
+    let bound = listener.local_addr().map_err(|e| cannot(&e))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::runtime(format!("starting the metrics server: {e}")))?;
+    let st = Arc::new((m, r));
     let h = std::thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let Ok(Some(req)) = server.recv_timeout(Duration::from_millis(200)) else {
-                    continue;
-                };
-                let path = req.url().split('?').next().unwrap_or("").to_string();
-                let resp = match path.as_str() {
-                    "/metrics" => {
-                        let ct = tiny_http::Header::from_bytes(
-                            &b"Content-Type"[..],
-                            &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
-                        )
-                        .expect("static header");
-                        tiny_http::Response::from_string(render(&m, &r)).with_header(ct)
-                    }
-                    "/" => {
-                        tiny_http::Response::from_string("spinscope watch: metrics at /metrics\n")
-                    }
-                    _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
-                };
-                let _ = req.respond(resp);
-            }
-        })
+        .spawn(move || rt.block_on(accept_loop(listener, st, stop)))
         .map_err(|e| Error::runtime(format!("starting the metrics thread: {e}")))?;
     Ok((bound, h))
 }
@@ -291,6 +376,12 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("spinscope_watch_process_cpu_seconds "), "{t}");
+        m.journal_open.get_or_create(&l).set(2);
+        let t = render(&m, &r);
+        assert!(
+            t.contains("spinscope_journal_open_records{server=\"db1\"} 2"),
+            "{t}"
+        );
         assert!(t.trim_end().ends_with("# EOF"), "{t}");
     }
 }

@@ -40,6 +40,8 @@ pub struct WatchPlan {
     pub history_s: f64,
     pub after_s: f64,
     pub triggers: Vec<trigger::Trigger>,
+    /// The triggers are the defaults (no `--trigger` given).
+    pub default_triggers: bool,
     pub cooldown_s: f64,
     pub max_captures: u64,
     pub min_free_bytes: u64,
@@ -59,6 +61,8 @@ pub struct WatchPlan {
 pub struct Summary {
     pub captures: u64,
     pub skipped: u64,
+    /// Captures whose files could not be written (removed, not counted).
+    pub failed: u64,
     pub seconds: f64,
 }
 
@@ -69,6 +73,7 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
     pub captures: AtomicU64,
     pub skipped: AtomicU64,
+    pub failed: AtomicU64,
     /// Servers that have connected at least once (the start-up's "k of N servers up").
     pub up_once: AtomicU64,
     /// Capture writers still running; joined before `run` returns.
@@ -135,6 +140,10 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
     if let Some(why) = capture::disk_refusal(&plan.out_dir, plan.min_free_bytes) {
         log(&format!("warning: {why}"));
     }
+    // Debris of an earlier run (kill -9 during a capture) and captures past the limits.
+    for d in capture::retain(&plan.out_dir, plan.keep, plan.max_age_s) {
+        log(&format!("retention: removed {}", d.display()));
+    }
     let (m, registry) = metrics::Metrics::new();
     let mut http = None;
     if let Some(addr) = &plan.metrics_listen {
@@ -147,6 +156,7 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
         stop: Arc::clone(&stop),
         captures: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
         up_once: AtomicU64::new(0),
         writers: Mutex::new(Vec::new()),
         t0: Instant::now(),
@@ -200,6 +210,7 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
     Ok(Summary {
         captures: shared.captures.load(Ordering::SeqCst),
         skipped: shared.skipped.load(Ordering::SeqCst),
+        failed: shared.failed.load(Ordering::SeqCst),
         seconds: shared.t0.elapsed().as_secs_f64(),
     })
 }

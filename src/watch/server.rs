@@ -4,15 +4,16 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 
 use super::capture::{self, CaptureDoc, LogLine, CAPTURE_SCHEMA};
 use super::metrics::{CaptureLabel, ServerLabel};
-use super::rate::{Change, RateControl};
+use super::rate::{Change, Load, RateControl};
 use super::ring::{to_burst_record, Ring, Sample, NO_PROC};
-use super::trigger::{Evaluator, Fired, Point, Series};
+use super::trigger::{BurstEvent, Bursts, Evaluator, Fired, Point, Series};
 use super::{log, utc, Shared, Watched};
 use crate::server::collect::{collect, BurstPlan, BurstSampler, CollectOpts};
 use crate::server::conn::{connect_target, Target};
@@ -23,6 +24,8 @@ use crate::server::snapshot::{HostFacts, Snapshot};
 const ROUND_S: f64 = 0.2;
 /// Longest wait between two connection attempts.
 const MAX_BACKOFF_S: f64 = 30.0;
+/// How often the journal's open records of the server are read again.
+const JOURNAL_EVERY: Duration = Duration::from_secs(30);
 
 /// What is learnt about a server when it connects.
 #[derive(Debug, Clone, Default)]
@@ -136,8 +139,10 @@ fn processlist(t: &Target) -> Result<String, String> {
         out.push('\n');
     }
     for r in &rows {
+        // Other sessions' statements: password literals redacted (crate::server::redact).
         let cells: Vec<String> = (0..r.len())
             .map(|i| r.as_ref(i).map_or(String::new(), cell))
+            .map(|c| crate::server::redact::redact_secrets(&c).into_owned())
             .collect();
         out.push_str(&cells.join("\t"));
         out.push('\n');
@@ -150,7 +155,10 @@ fn innodb_status(t: &Target) -> Result<String, String> {
     let r: Option<(String, String, String)> = c
         .query_first("SHOW ENGINE INNODB STATUS")
         .map_err(|e| e.to_string())?;
-    Ok(r.map(|x| x.2).unwrap_or_default())
+    Ok(
+        r.map(|x| crate::server::redact::redact_secrets(&x.2).into_owned())
+            .unwrap_or_default(),
+    )
 }
 
 /// perf's recording of the server process, as `perf script` text (capped at 256 MiB).
@@ -171,11 +179,16 @@ fn perf_record(pid: u32, seconds: f64, path: PathBuf) -> Result<PathBuf, String>
             .open(&p2)
             .map_err(|e| crate::Error::runtime(format!("{}: {e}", p2.display())))?;
         std::io::copy(&mut r.take(256 << 20), &mut f)
+            .and_then(|_| f.sync_all())
             .map_err(|e| crate::Error::runtime(format!("{}: {e}", p2.display())))?;
         Ok(())
     })
-    .map(|_| path)
-    .map_err(|e| e.to_string())
+    .map(|_| path.clone())
+    .map_err(|e| {
+        // A half-written recording (a full disk) is not left to be read as a whole one.
+        let _ = std::fs::remove_file(&path);
+        e.to_string()
+    })
 }
 
 fn skip(sh: &Shared, w: &Watched, f: &Fired, why: String) {
@@ -227,8 +240,10 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
             .mode(0o700)
             .create(&dir)
     };
+    let made = made.and_then(|()| capture::mark_incomplete(&dir));
     if let Err(e) = made {
         sh.captures.fetch_sub(1, Ordering::SeqCst);
+        let _ = std::fs::remove_dir_all(&dir);
         skip(
             sh,
             w,
@@ -287,7 +302,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
 
 /// Hand a pending capture with its samples to a writer thread (joined before watch exits).
 fn finish(
-    sh: &Shared,
+    sh: &Arc<Shared>,
     w: &Watched,
     info: &Info,
     p: Pending,
@@ -302,7 +317,11 @@ fn finish(
     let info_proc = info.proc.clone();
     let fired_unix = sh.unix_ms(p.fired.t_ms);
     let metrics = sh.metrics.clone();
+    let shared = Arc::clone(sh);
     let writer = std::thread::spawn(move || {
+        // A file the capture cannot be read without, not written (a full disk): the capture
+        // failed, is removed, and is not counted.
+        let mut failed: Option<String> = None;
         let mut notes: Vec<String> = cut.into_iter().collect();
         let mut files = vec!["capture.json".to_string()];
         let start = p.start.join();
@@ -328,7 +347,9 @@ fn finish(
                         }
                         match snap.save(&p.dir.join("doctor-snapshot.json")) {
                             Ok(()) => files.push("doctor-snapshot.json".into()),
-                            Err(e) => notes.push(format!("doctor snapshot not saved: {e}")),
+                            Err(e) => {
+                                failed.get_or_insert(format!("doctor-snapshot.json: {e}"));
+                            }
                         }
                     }
                     Err(e) => notes.push(format!("doctor snapshot not taken: {e}")),
@@ -336,8 +357,9 @@ fn finish(
                 match s.processlist {
                     Ok(t) => {
                         let f = p.dir.join("processlist.tsv");
-                        if crate::files::write_atomic(&f, t.as_bytes(), "--out", true).is_ok() {
-                            files.push("processlist.tsv".into());
+                        match crate::files::write_atomic(&f, t.as_bytes(), "--out", true) {
+                            Ok(()) => files.push("processlist.tsv".into()),
+                            Err(e) => notes.push(format!("processlist.tsv not written: {e}")),
                         }
                     }
                     Err(e) => notes.push(format!("processlist not read: {e}")),
@@ -391,9 +413,40 @@ fn finish(
             notes,
             trigger: p.fired.clone(),
         };
-        if let Err(e) = crate::report::save_json(&doc, &p.dir.join("capture.json")) {
-            log(&format!("{name}: capture.json not written: {e}"));
+        if failed.is_none() {
+            if let Err(e) = crate::report::save_json(&doc, &p.dir.join("capture.json")) {
+                failed = Some(format!("capture.json: {e}"));
+            }
         }
+        if let Some(why) = failed {
+            shared.captures.fetch_sub(1, Ordering::SeqCst);
+            shared.failed.fetch_add(1, Ordering::SeqCst);
+            let removed = std::fs::remove_dir_all(&p.dir).is_ok();
+            log(&format!(
+                "{name}: capture FAILED, not counted: {why}; {}",
+                if removed {
+                    format!("{} removed", p.dir.display())
+                } else {
+                    format!(
+                        "{} left marked incomplete (retention removes it)",
+                        p.dir.display()
+                    )
+                }
+            ));
+            let _ = capture::append_log(
+                &plan.out_dir,
+                &LogLine {
+                    time: utc(fired_unix),
+                    server: name.clone(),
+                    trigger: p.fired.trigger.clone(),
+                    dir: None,
+                    peaks: None,
+                    skipped: Some(format!("capture failed: {why}")),
+                },
+            );
+            return;
+        }
+        capture::mark_complete(&p.dir);
         metrics
             .captures
             .get_or_create(&CaptureLabel {
@@ -439,7 +492,6 @@ struct Carry {
     last_q: Option<u64>,
     sql: BurstPoint,
     rtt_us: f32,
-    burst_from: Option<f64>,
     host_at: Option<Instant>,
     host_prev: Option<(crate::server::snapshot::CpuTicks, Option<u64>)>,
     host_busy_pct: f32,
@@ -556,8 +608,15 @@ fn rt_feed(
     None
 }
 
+/// The journal's open records of the server behind `conn` (this host's and the copies kept on
+/// the server), or None when the server cannot say who it is.
+fn journal_open(conn: &mut mysql::Conn, t: &Target) -> Option<usize> {
+    let id = crate::journal::identify(conn, &t.describe(), "").ok()?;
+    Some(crate::journal::records_for(conn, &id).len())
+}
+
 /// Watch one server until the stop flag; never returns an error (they are logged).
-pub fn watch_one(sh: &Shared, w: &Watched) {
+pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
     let plan = &sh.plan;
     let m = &sh.metrics;
     let label = ServerLabel {
@@ -577,6 +636,8 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
         .map(|t| Evaluator::new(t.clone(), plan.cooldown_s * 1e3))
         .collect();
     let mut rc = RateControl::new(plan.hz);
+    let mut bursts = Bursts::default();
+    let mut journal_at: Option<Instant> = None;
     m.target_hz.get_or_create(&label).set(plan.hz);
     m.up.get_or_create(&label).set(0);
     m.reconnects.get_or_create(&label).inc_by(0);
@@ -669,7 +730,9 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
         if rc.target_hz != sql_target {
             rc = RateControl::new(sql_target);
         }
-        if !sampler.has_proc() && !warned_running {
+        // The default 'running' trigger beside the SQL one is for local servers; said only of
+        // one the user chose.
+        if !sampler.has_proc() && !warned_running && !plan.default_triggers {
             warned_running = true;
             for t in plan.triggers.iter().filter(|t| t.series == Series::Running) {
                 log(&format!(
@@ -714,6 +777,16 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
             if sh.stop.load(Ordering::Relaxed) {
                 break None;
             }
+            if journal_at.is_none_or(|t| t.elapsed() >= JOURNAL_EVERY) {
+                journal_at = Some(Instant::now());
+                if let Some(n) = journal_open(&mut conn, &w.target) {
+                    m.journal_open.get_or_create(&label).set(n as i64);
+                }
+            }
+            let server_cpu0 = inf
+                .pid
+                .filter(|_| sampler.has_proc())
+                .and_then(|p| crate::server::host::process_cpu(Some(p)));
             let hz = if sampler.has_proc() { plan.hz } else { rc.hz };
             sampler.set_rates(hz, rc.hz);
             let n = ((ROUND_S * hz).round() as usize).max(1);
@@ -793,16 +866,6 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
                     m.threads_running
                         .get_or_create(&label)
                         .observe(s.threads_running as f64);
-                    if s.threads_running as f64 > inf.cores {
-                        if carry.burst_from.is_none() {
-                            carry.burst_from = Some(t_ms);
-                            m.bursts.get_or_create(&label).inc();
-                        }
-                    } else if let Some(b) = carry.burst_from.take() {
-                        m.burst_duration
-                            .get_or_create(&label)
-                            .observe((t_ms - b) / 1e3);
-                    }
                 }
                 for ev in evals.iter_mut() {
                     let series = ev.trigger.series;
@@ -824,6 +887,18 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
                             pending = begin(sh, w, &inf, f);
                         }
                     }
+                }
+                // Every burst counts, whatever the cooldowns and capture limits say.
+                match bursts.step(t_ms, evals.iter().any(Evaluator::holding)) {
+                    Some(BurstEvent::Started) => {
+                        m.bursts.get_or_create(&label).inc();
+                    }
+                    Some(BurstEvent::Ended { duration_ms }) => {
+                        m.burst_duration
+                            .get_or_create(&label)
+                            .observe(duration_ms / 1e3);
+                    }
+                    None => {}
                 }
                 if pending.as_ref().is_some_and(|p| t_ms >= p.until_ms) {
                     if let Some(p) = pending.take() {
@@ -853,13 +928,40 @@ pub fn watch_one(sh: &Shared, w: &Watched) {
             m.threads_running_max
                 .get_or_create(&label)
                 .set(max10 as f64);
-            match rc.observe(if rec.points.is_empty() {
-                f64::NAN
-            } else {
-                rec.query_p50_us
-            }) {
+            // Who the server was busy with: watch's session against the whole server (local),
+            // else whether other sessions were running at the round's reads.
+            let tick_ns = 1e9 / crate::server::host::clock_ticks_per_s().unwrap_or(100) as f64;
+            let server_cpu_ns = server_cpu0
+                .zip(
+                    inf.pid
+                        .and_then(|p| crate::server::host::process_cpu(Some(p))),
+                )
+                .map(|(a, b)| {
+                    let ticks = (b.utime + b.stime).saturating_sub(a.utime + a.stime);
+                    (ticks as f64 * tick_ns) as u64
+                });
+            let others = rec
+                .points
+                .iter()
+                .map(|p| p.threads_running)
+                .max()
+                .unwrap_or(0);
+            let load = Load::judge(
+                rec.server_session_cpu_ns,
+                server_cpu_ns,
+                tick_ns as u64,
+                others,
+            );
+            match rc.observe(
+                if rec.points.is_empty() {
+                    f64::NAN
+                } else {
+                    rec.query_p50_us
+                },
+                load,
+            ) {
                 Some(Change::Lowered { hz, rtt_us, usual_us }) => log(&format!(
-                    "{}: sample round trip {:.1} ms (usually {:.2} ms): the server looks saturated; lowering the rate to {hz} Hz",
+                    "{}: sample round trip {:.1} ms (usually {:.2} ms) while watch's own statements are the server's load; lowering the SQL rate to {hz} Hz",
                     w.name,
                     rtt_us / 1e3,
                     usual_us / 1e3

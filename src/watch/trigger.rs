@@ -41,8 +41,16 @@ examples: 'threads_running > 2*cores for 50ms'  'qps < 50% of 10s median for 1s'
 pub const NO_VALUE_BREAK_MS: f64 = 1000.0;
 
 /// The default trigger: a Threads_running pile-up above twice the cores for 50 ms, which a
-/// once-per-second monitor averages away.
+/// once-per-second monitor averages away (SQL; every server).
 pub const DEFAULT_TRIGGER: &str = "threads_running > 2*cores for 50ms";
+
+/// The default trigger beside [`DEFAULT_TRIGGER`] on a local server: the server's threads in
+/// state R from /proc at `--hz` (free to the server, and never backed off).
+pub const DEFAULT_PROC_TRIGGER: &str = "running > 2*cores for 50ms";
+
+/// A burst ends once no trigger's condition has held for this long: one burst, one count,
+/// however its series flickers around the threshold.
+pub const BURST_END_MS: f64 = 500.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -363,6 +371,8 @@ pub struct Evaluator {
     baseline: Option<(f64, f64)>,
     /// Start of the current run of points without a value (NaN: nothing answered).
     no_value_since: Option<f64>,
+    /// The condition held for its `for` time at the last point (cooldown aside).
+    held_long: bool,
 }
 
 impl Evaluator {
@@ -375,7 +385,14 @@ impl Evaluator {
             rearmed: true,
             baseline: None,
             no_value_since: None,
+            held_long: false,
         }
+    }
+
+    /// Whether the condition has held for its `for` time at the last point, cooling down or
+    /// not: what the burst count reads.
+    pub fn holding(&self) -> bool {
+        self.held_long
     }
 
     /// The threshold at `now_ms`; `history` yields the series before the sample (oldest
@@ -424,6 +441,7 @@ impl Evaluator {
             let from = *self.no_value_since.get_or_insert(p.t_ms);
             if p.t_ms - from > NO_VALUE_BREAK_MS {
                 self.since = None;
+                self.held_long = false;
             }
             return None;
         }
@@ -438,10 +456,12 @@ impl Evaluator {
         if !holds {
             self.since = None;
             self.rearmed = true;
+            self.held_long = false;
             return None;
         }
         let since = *self.since.get_or_insert(p.t_ms);
-        if p.t_ms - since < self.trigger.for_ms || !self.rearmed {
+        self.held_long = p.t_ms - since >= self.trigger.for_ms;
+        if !self.held_long || !self.rearmed {
             return None;
         }
         if self
@@ -459,6 +479,55 @@ impl Evaluator {
             value: p.value,
             threshold: th.unwrap_or(0.0),
         })
+    }
+}
+
+/// What [`Bursts::step`] saw.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BurstEvent {
+    Started,
+    /// The burst ended; it lasted this long (first to last point with a condition held).
+    Ended {
+        duration_ms: f64,
+    },
+}
+
+/// Counts bursts: a burst starts when any trigger's condition has held for its `for` time and
+/// ends when none has for [`BURST_END_MS`] (hysteresis on the end), so one pile-up whose series
+/// dips below the threshold and back counts once. Independent of cooldowns and capture limits.
+#[derive(Debug, Clone, Default)]
+pub struct Bursts {
+    from: Option<f64>,
+    last_active_ms: f64,
+    pub count: u64,
+}
+
+impl Bursts {
+    pub fn step(&mut self, t_ms: f64, active: bool) -> Option<BurstEvent> {
+        match (self.from, active) {
+            (None, true) => {
+                self.from = Some(t_ms);
+                self.last_active_ms = t_ms;
+                self.count += 1;
+                Some(BurstEvent::Started)
+            }
+            (Some(_), true) => {
+                self.last_active_ms = t_ms;
+                None
+            }
+            (Some(f), false) if t_ms - self.last_active_ms > BURST_END_MS => {
+                self.from = None;
+                Some(BurstEvent::Ended {
+                    duration_ms: self.last_active_ms - f,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a burst is in progress.
+    pub fn active(&self) -> bool {
+        self.from.is_some()
     }
 }
 
@@ -640,6 +709,48 @@ mod tests {
                 none
             )
             .is_none());
+    }
+
+    #[test]
+    fn bursts_count_once_each_through_flicker_and_cooldown() {
+        // Six 300 ms bursts every 5 s sampled at 100 Hz, each dipping under the threshold for
+        // 50 ms in its middle; a cooldown longer than the run: one firing, six bursts.
+        let mut ev = Evaluator::new(parse("running > 4 for 50ms").unwrap(), 60_000.0);
+        let mut b = Bursts::default();
+        let (mut fired, mut ended) = (0, vec![]);
+        for i in 0..3000 {
+            let t = i as f64 * 10.0;
+            let into = t % 5000.0;
+            let high = into < 300.0 && !(120.0..170.0).contains(&into);
+            let p = Point {
+                t_ms: t,
+                value: if high { 9.0 } else { 1.0 },
+            };
+            fired += usize::from(ev.step(p, 2.0, none).is_some());
+            if let Some(BurstEvent::Ended { duration_ms }) = b.step(t, ev.holding()) {
+                ended.push(duration_ms);
+            }
+        }
+        assert_eq!(fired, 1);
+        assert_eq!(b.count, 6);
+        assert_eq!(ended.len(), 6, "{ended:?}");
+        // Held from 50 ms in to the last high sample at 290 ms.
+        assert!(
+            ended.iter().all(|d| (230.0..=250.0).contains(d)),
+            "{ended:?}"
+        );
+        // Two pile-ups 600 ms apart are two bursts; 400 ms apart, one.
+        let mut b = Bursts::default();
+        for (t, a) in [(0.0, true), (100.0, false), (700.0, false), (701.0, true)] {
+            b.step(t, a);
+        }
+        assert_eq!(b.count, 2);
+        let mut b = Bursts::default();
+        for (t, a) in [(0.0, true), (100.0, false), (400.0, false), (401.0, true)] {
+            b.step(t, a);
+        }
+        assert_eq!(b.count, 1);
+        assert!(b.active());
     }
 
     proptest::proptest! {
