@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.."
 deb=${1:-$(ls -t target/debian/spinscope_*.deb | head -1)}
 fail() { echo "check-deb: $deb: $*" >&2; exit 1; }
 
-list=$(dpkg-deb -c "$deb" | awk '{print $6}')
+long=$(dpkg-deb -c "$deb")
+list=$(awk '{print $6}' <<<"$long")
 has() { grep -qx "./$1" <<<"$list" || fail "missing $1"; }
 has usr/bin/spinscope
 has lib/systemd/system/spinscope-watch.service
@@ -21,10 +22,10 @@ has usr/share/spinscope/prometheus/spinscope-rules.yml
 has usr/share/spinscope/grafana/spinscope-watch.json
 has usr/share/doc/spinscope/copyright
 has usr/share/man/man1/spinscope.1.gz
-dpkg-deb -c "$deb" | grep -q '^-rw------- root/root .* ./etc/spinscope/my.cnf$' \
+grep -qE '^-rw------- (root/root|0/0) .* ./etc/spinscope/my.cnf$' <<<"$long" \
   || fail "etc/spinscope/my.cnf is not mode 0600 root:root"
-dpkg-deb -I "$deb" | grep -q '^ Depends:.*libpcap0\.8' || fail "no Depends on libpcap0.8"
-dpkg-deb -I "$deb" conffiles | grep -qx /etc/spinscope/watch.conf || fail "watch.conf is no conffile"
+grep -q 'libpcap0\.8' <<<"$(dpkg-deb -f "$deb" Depends)" || fail "no Depends on libpcap0.8"
+grep -qx /etc/spinscope/watch.conf <<<"$(dpkg-deb -I "$deb" conffiles)" || fail "watch.conf is no conffile"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,11 +36,11 @@ for cmd in $("$bin" --help | awk '/^Commands:/{on=1;next} on&&/^  [a-z]/{print $
   [ "$cmd" = help ] && continue
   [ -e "$tmp/usr/share/man/man1/spinscope-$cmd.1.gz" ] || fail "no man page for $cmd"
 done
-! readelf -S "$bin" | grep -qE '\.symtab|\.debug_info' || fail "binary not stripped"
-"$bin" --version | grep -q '^spinscope ' || fail "the packaged binary does not run"
-"$bin" spin --server 8.0.36 --pause-ns 40 --json | grep -q '"schema": *"spinscope.spin/1"' \
+! grep -qE '\.symtab|\.debug_info' <<<"$(readelf -S "$bin")" || fail "binary not stripped"
+grep -q '^spinscope ' <<<"$("$bin" --version)" || fail "the packaged binary does not run"
+grep -q '"schema": *"spinscope.spin/1"' <<<"$("$bin" spin --server 8.0.36 --pause-ns 40 --json)" \
   || fail "the packaged binary's spin gave no document"
-zcat "$tmp/usr/share/man/man1/spinscope-watch.1.gz" | grep -q 'metrics.*listen' \
+grep -q 'metrics.*listen' <<<"$(zcat "$tmp/usr/share/man/man1/spinscope-watch.1.gz")" \
   || fail "spinscope-watch(1) does not document --metrics-listen"
 size=$(stat -c %s "$bin")
 echo "check-deb: $deb ok: $(wc -l <<<"$list") entries, binary $size bytes, $(dpkg-deb -f "$deb" Depends)"
