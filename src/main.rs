@@ -26,6 +26,15 @@ fn main() {
         .map(|(_, a)| a)
         .collect();
     spinscope::journal::set_command(&cmd.join(" "));
+    // `--window 10 sec`: refused before clap takes `sec` for a server (src/cli/units.rs).
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(e) = spinscope::cli::units::stray_unit(&words) {
+        eprintln!("spinscope: error: {e}");
+        std::process::exit(spinscope::error::EXIT_BAD_INPUT);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => match e.kind() {

@@ -127,11 +127,10 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
 }
 
 fn perf_ok() -> bool {
-    if mariadb::which("perf").is_none() {
-        eprintln!("\n!!! SKIPPING: perf is not installed (apt-get install linux-perf) !!!\n");
-        return false;
-    }
-    true
+    let why = mariadb::which("perf")
+        .is_none()
+        .then(|| "perf is not installed (apt-get install linux-perf)".to_string());
+    mariadb::skip_reason("profile_mariadb", why).is_none()
 }
 
 /// A process that uses no CPU, killed on drop.

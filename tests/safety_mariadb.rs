@@ -200,7 +200,7 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
     wait_for("variant applied", 30, || {
         var(&db, "innodb_spin_wait_delay") == "6000"
     });
-    let (code, _, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
+    let (code, stdout, err) = out(cmd(&db, &home, &["sweep", "run"]).args([
         "--threads",
         "1",
         "--duration",
@@ -214,6 +214,9 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
             && err.contains(&format!("pid {}", a.id())),
         "{err}"
     );
+    // The refusal is said once, on stderr.
+    assert!(!stdout.contains("being changed"), "{stdout}");
+    assert_eq!(err.matches("being changed by another").count(), 1, "{err}");
     let (code, _, err) = out(cmd(&db, &elsewhere, &["sweep", "run"]).args([
         "--threads",
         "1",

@@ -38,10 +38,10 @@ figure's run-to-run noise (docs/REFERENCE.md §1, §8).";
 pub struct SpinArgs {
     /// Server version as SELECT VERSION() prints it, e.g. 8.0.36, 10.11.19-MariaDB-0+deb12u1.
     /// Required except with `--cpu list`, --from-server or --snapshot.
+    // Not `required` in clap: its message would name --server alone; run() names all three.
     #[arg(
         long,
         value_name = "VERSION",
-        required_unless_present_any = ["cpu", "from_server", "snapshot"],
         conflicts_with_all = ["from_server", "snapshot"]
     )]
     pub server: Option<String>,
@@ -185,7 +185,7 @@ pub fn run(a: SpinArgs) -> Result<i32> {
         (None, Some(v)) => parse_version(v, a.flavor)?,
         (None, None) => {
             return Err(Error::bad_input(
-                "--server VERSION is required (or --from-server, --snapshot FILE; only `--cpu list` works without); e.g. --server 8.0.36",
+                "spin needs the server to price: --server VERSION (e.g. --server 8.0.36), --from-server with connection flags (e.g. --from-server -S /run/mysqld/mysqld.sock), or --snapshot FILE (a doctor snapshot); only `--cpu list` works without",
             ))
         }
     };

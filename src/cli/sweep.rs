@@ -270,7 +270,18 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
         .transpose()?;
     let conns = Connectors::for_target(&server_conn::resolve(&a.conn)?, &plan.schema);
     let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
-    write_outputs(&done.doc, &a, charts.as_ref())?;
+    // The error that stopped the sweep (a refusal, a failed step) is printed once, on stderr:
+    // the text report leaves its "stopped early" line out, and is not printed at all when no
+    // step ran. The saved document and --json keep the reason.
+    let shown = match &done.error {
+        Some(_) if done.doc.steps.is_empty() => None,
+        Some(_) => Some(SweepDoc {
+            stopped_because: None,
+            ..done.doc.clone()
+        }),
+        None => Some(done.doc.clone()),
+    };
+    write_outputs(shown.as_ref(), &done.doc, &a, charts.as_ref())?;
     if let Some(e) = done.error {
         return Err(e);
     }
@@ -284,7 +295,14 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
 const THROUGHPUT: &str = "throughput.svg";
 const P99: &str = "p99.svg";
 
-fn write_outputs(doc: &SweepDoc, a: &RunArgs, charts: Option<&OutputDir>) -> Result<()> {
+/// `shown` is what stdout's text report shows (None: nothing), `doc` the whole document for
+/// the files and --json.
+fn write_outputs(
+    shown: Option<&SweepDoc>,
+    doc: &SweepDoc,
+    a: &RunArgs,
+    charts: Option<&OutputDir>,
+) -> Result<()> {
     if let Some(out) = charts {
         out.write(&[
             (THROUGHPUT.to_string(), sweep_html::throughput_chart(doc)),
@@ -296,8 +314,8 @@ fn write_outputs(doc: &SweepDoc, a: &RunArgs, charts: Option<&OutputDir>) -> Res
     }
     if a.json {
         crate::report::print_json(doc)?;
-    } else {
-        print!("{}", doc_mod::render(doc));
+    } else if let Some(shown) = shown {
+        print!("{}", doc_mod::render(shown));
     }
     Ok(())
 }

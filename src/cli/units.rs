@@ -74,6 +74,73 @@ pub fn nanos(s: &str) -> Result<u64, String> {
     Ok(v.round() as u64)
 }
 
+/// The flags that take a duration (current and still-accepted old names).
+const DURATION_FLAGS: [&str; 21] = [
+    "--window",
+    "--duration",
+    "--budget",
+    "--max-age",
+    "--warmup",
+    "--report-interval",
+    "--interval",
+    "--after",
+    "--history",
+    "--cooldown",
+    "--profile-duration",
+    "--connect-timeout",
+    "--query-timeout",
+    "--cs-ns",
+    "--think-ns",
+    "--budget-ns",
+    "--duration-ms",
+    "--profile-seconds",
+    "--max-age-days",
+    "--seconds",
+    "--timeout",
+];
+
+/// Words a unit could be written as, apart from its number.
+const UNIT_WORDS: [&str; 24] = [
+    "ns", "us", "µs", "ms", "s", "sec", "secs", "second", "seconds", "m", "min", "mins", "minute",
+    "minutes", "h", "hr", "hrs", "hour", "hours", "d", "day", "days", "msec", "usec",
+];
+
+/// The short form of a unit word from UNIT_WORDS (`seconds` -> `s`).
+fn canonical_unit(word: &str) -> &'static str {
+    match word.to_ascii_lowercase().as_str() {
+        "ns" => "ns",
+        "us" | "µs" | "usec" => "us",
+        "ms" | "msec" => "ms",
+        w if w.starts_with('s') => "s",
+        w if w.starts_with('m') => "m",
+        w if w.starts_with('h') => "h",
+        _ => "d",
+    }
+}
+
+/// A unit written apart from its number (`--window 10 sec`): the shell makes `sec` a word of
+/// its own that would be taken as a server or ignored. The one-line refusal, or None. Pure.
+pub fn stray_unit(args: &[String]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        let (flag, value, next) = match a.split_once('=') {
+            Some((f, v)) => (f, v, i + 1),
+            None => (a.as_str(), args.get(i + 1).map(String::as_str)?, i + 2),
+        };
+        if !DURATION_FLAGS.contains(&flag) || value.trim().parse::<f64>().is_err() {
+            continue;
+        }
+        let Some(word) = args.get(next) else { continue };
+        if UNIT_WORDS.contains(&word.to_ascii_lowercase().as_str()) {
+            return Some(format!(
+                "{flag} {value} {word}: the unit is a word of its own, so it would be taken as \
+                 another argument; write it without the space, e.g. {flag} {value}{}",
+                canonical_unit(word)
+            ));
+        }
+    }
+    None
+}
+
 /// Seconds as a `Duration` for the engines (the value was range-checked by the caller).
 pub fn dur(v: f64) -> Duration {
     Duration::from_secs_f64(v.max(0.0))
@@ -127,6 +194,33 @@ mod tests {
             assert!(e.contains("like 10s, 500ms"), "{j}: {e}");
         }
         assert!(nanos("-5").is_err());
+        let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        for (line, flag, fix) in [
+            (
+                "doctor -S /x.sock --window 10 sec",
+                "--window 10 sec",
+                "--window 10s",
+            ),
+            ("watch --after=2 s", "--after 2 s", "--after 2s"),
+            (
+                "sweep run --duration 1.5 Minutes",
+                "--duration 1.5 Minutes",
+                "--duration 1.5m",
+            ),
+            ("lab --cs-ns 200 NS", "--cs-ns 200 NS", "--cs-ns 200ns"),
+        ] {
+            let e = stray_unit(&args(line)).unwrap_or_else(|| panic!("{line}"));
+            assert!(e.starts_with(flag) && e.ends_with(fix), "{e}");
+            assert!(seconds(&fix[fix.find(' ').unwrap() + 1..]).is_ok(), "{fix}");
+        }
+        for ok in [
+            "doctor --window 10s sec.example.com",
+            "doctor --window 10 db1",
+            "watch --hz 100 m",
+            "doctor --window",
+        ] {
+            assert_eq!(stray_unit(&args(ok)), None, "{ok}");
+        }
         assert!(ladder("8..1").unwrap_err().contains("1..64:x2"));
     }
 }

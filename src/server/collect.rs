@@ -839,6 +839,14 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
             note,
         });
     } else if variables.contains_key("performance_schema") {
+        // performance_schema can only be turned on at server start: say so instead of nothing.
+        let note = (o.enable_instruments && o.window_s > 0.0).then(|| {
+            let n = "--enable-instruments did nothing: performance_schema is OFF on this server \
+                     and can only be turned on at start; add performance_schema=ON under [mysqld] \
+                     and restart the server, then rerun";
+            eprintln!("spinscope: {n}");
+            n.to_string()
+        });
         pfs = Some(PfsRecord {
             enabled: false,
             synch_instruments_enabled: 0,
@@ -848,7 +856,7 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
             before: Vec::new(),
             after: Vec::new(),
             window_s: 0.0,
-            note: None,
+            note,
         });
     }
 
