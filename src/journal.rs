@@ -104,6 +104,73 @@ pub struct Record {
     /// [`SERVER_TABLE`]), so spinscope on another client host sees it.
     #[serde(default)]
     pub server_copy: Option<String>,
+    /// Other values the server may hold because of spinscope's own statements: while a
+    /// statement is in flight (journaled, not yet read back), the value before it, and the
+    /// states between the statements of one change. `restore` treats them like `set_to`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_ours: Vec<String>,
+    /// While a statement is in flight: every global variable read just before it on the same
+    /// connection, to name what may have moved with it if the process died before reading
+    /// around it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub around: BTreeMap<String, String>,
+}
+
+impl Record {
+    /// Whether `current` is a value spinscope's statements put there.
+    pub fn ours(&self, current: &str) -> bool {
+        same_value(current, &self.set_to) || self.also_ours.iter().any(|v| same_value(current, v))
+    }
+}
+
+/// Test seam: `SPINSCOPE_FAULT=after-journal[:N]` or `after-statement[:N]` stops this process
+/// dead (SIGKILL, as `kill -9`) right after the journal write for, or right after, the N-th
+/// change statement it sends (default 1st).
+pub const FAULT_ENV: &str = "SPINSCOPE_FAULT";
+
+/// The two sides of a change statement a crash can fall on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    AfterJournal,
+    AfterStatement,
+}
+
+static FAULT_SEEN: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// Parse a [`FAULT_ENV`] value: the point and which statement (1-based).
+pub fn parse_fault(spec: &str) -> Option<(Fault, u64)> {
+    let (name, n) = match spec.trim().split_once(':') {
+        Some((a, b)) => (a, b.trim().parse().ok().filter(|n| *n > 0)?),
+        None => (spec.trim(), 1),
+    };
+    let p = match name {
+        "after-journal" => Fault::AfterJournal,
+        "after-statement" => Fault::AfterStatement,
+        _ => return None,
+    };
+    Some((p, n))
+}
+
+/// A point where [`FAULT_ENV`] may stop the process; called once per change statement on
+/// each side.
+pub fn fault_point(p: Fault) {
+    let Some((want, n)) = std::env::var(FAULT_ENV).ok().and_then(|s| parse_fault(&s)) else {
+        return;
+    };
+    if want != p {
+        return;
+    }
+    let seen = FAULT_SEEN[p as usize].fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    if seen == n {
+        eprintln!("spinscope: {FAULT_ENV}: dying at {p:?} #{n}");
+        // SAFETY: kill(2) on this very process: the test seam's whole purpose.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
 }
 
 /// The table that keeps the server-side copies of records in a scratch schema.
@@ -672,6 +739,31 @@ pub fn check_on_connect(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &s
     *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
 }
 
+/// For a record whose statement was in flight when its process died: the globals that differ
+/// now from just before that statement (name, before, now). spinscope cannot tell its side
+/// effect from someone else's change there, so they are named, never set.
+pub fn moved_since_in_flight(conn: &mut mysql::Conn, r: &Record) -> Vec<(String, String, String)> {
+    if r.around.is_empty() {
+        return Vec::new();
+    }
+    let rows: Vec<(String, Option<String>)> =
+        conn.query("SHOW GLOBAL VARIABLES").unwrap_or_default();
+    let what = r.what.to_ascii_lowercase();
+    rows.into_iter()
+        .filter_map(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            let before = r.around.get(&k)?;
+            let v = v.unwrap_or_default();
+            (k != what && *before != v && !volatile_global(&k)).then(|| (k, before.clone(), v))
+        })
+        .collect()
+}
+
+/// Variables that move on their own; never taken for a side effect.
+pub fn volatile_global(name: &str) -> bool {
+    name.starts_with("gtid_") || name.starts_with("wsrep_") || name == "timestamp"
+}
+
 /// The outcome of restoring one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restored {
@@ -716,7 +808,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
         close_everywhere(conn, r);
         return Restored::AlreadyBack;
     }
-    if !same_value(&current, &r.set_to) && !force {
+    if !r.ours(&current) && !force {
         return Restored::ChangedSince(current);
     }
     for sql in &r.restore_sql {
@@ -780,6 +872,8 @@ mod tests {
             opened_unix_s: 0,
             lock: None,
             server_copy: None,
+            also_ours: vec![],
+            around: BTreeMap::new(),
         };
         rec.server.started_unix_s += RESTART_SLACK_S;
         assert!(!restarted_since(&rec, &now));
@@ -808,6 +902,17 @@ mod tests {
         r2.server = now.clone();
         let back: Record = serde_json::from_str(&serde_json::to_string(&r2).unwrap()).unwrap();
         assert_eq!(back, r2);
+    }
+
+    #[test]
+    fn fault_specs_parse() {
+        assert_eq!(parse_fault("after-journal"), Some((Fault::AfterJournal, 1)));
+        assert_eq!(
+            parse_fault("after-statement:2"),
+            Some((Fault::AfterStatement, 2))
+        );
+        assert_eq!(parse_fault("after-statement:0"), None);
+        assert_eq!(parse_fault("before"), None);
     }
 
     #[test]

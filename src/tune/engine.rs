@@ -282,6 +282,8 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     let mut guard = SettingsGuard::new(Arc::clone(&admin_connect));
     guard.mirror_to_schema(&plan.schema);
     guard.validate(&variants)?;
+    // One tune or settings sweep per server at a time (issue 24).
+    guard.take_run_lock()?;
     let stop = load::install_stop_flag()?;
     let started = Instant::now();
     let mut probe = ServerProbe::new(Arc::clone(&admin_connect));
@@ -366,7 +368,10 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     } else {
         guard.restore().into_iter().map(|c| c.note).collect()
     };
-    outcome?;
+    // A failure mid-race (the server stopped answering, restarted, a lock was lost) still
+    // returns what was measured, settings restored, with the reason.
+    let stopped_because = outcome.err().map(|e| e.to_string());
+    let interrupted = interrupted || stopped_because.is_some();
     let leader = decision.leader;
     let ranked = rows(&race, &cands, leader);
     let (rank, vs_best) = model_rank(&ranked, model);
@@ -403,6 +408,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         applied,
         interrupted,
         settings_after: after,
+        stopped_because,
     })
 }
 
