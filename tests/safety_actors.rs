@@ -513,17 +513,24 @@ fn row12_a_stopped_server_ends_sweep_in_bounded_time_with_partial_results() {
     // The rest of the 4 s step, then about 4 x the 3 s query timeout.
     assert!(took < Duration::from_secs(25), "{took:?}: {err}");
     assert_eq!(status.code(), Some(3), "{err}");
-    assert!(err.contains("the server stopped answering"), "{err}");
+    assert!(
+        err.contains("the server stopped answering") || err.contains("the server did not answer"),
+        "{err}"
+    );
     assert!(
         err.contains("SET GLOBAL innodb_spin_wait_delay = 7"),
         "{err}"
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&save).unwrap()).unwrap();
+    // The first step at least (the second too, marked invalid, when the checks timed out
+    // before the last-resort deadline).
     let steps = doc["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 2, "{doc}");
+    assert!(!steps.is_empty(), "{doc}");
     assert!(steps[0]["invalid"].is_null(), "{doc}");
-    assert!(steps[1]["invalid"].is_string(), "{doc}");
+    if let Some(s) = steps.get(1) {
+        assert!(s["invalid"].is_string(), "{doc}");
+    }
     // The journal kept it; restore puts it back once the server answers.
     assert_eq!(open_records(&home), 1, "{err}");
     let (code, _, err) = out(cmd(&db, &home, &["restore"]));
@@ -536,6 +543,7 @@ fn row12_a_stopped_server_ends_sweep_in_bounded_time_with_partial_results() {
 fn row12_a_server_restart_during_tune_keeps_partial_results() {
     let Some(mut db) = start(&[]) else { return };
     prepare(&db);
+    let default_delay = var(&db, "innodb_spin_wait_delay");
     db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
     let home = state(&db);
     let save = db.dir().join("tune.json");
@@ -572,7 +580,9 @@ fn row12_a_server_restart_during_tune_keeps_partial_results() {
     if status.code() == Some(3) {
         assert!(doc["stopped_because"].is_string(), "{doc}");
     }
-    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7", "{err}");
+    // The change went with the restart: the restarted server's own value stays.
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), default_delay, "{err}");
+    assert!(!err.contains("someone else"), "{err}");
     let (code, _, err) = out(cmd(&db, &home, &["restore"]));
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(open_records(&home), 0, "{err}");

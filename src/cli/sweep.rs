@@ -264,7 +264,9 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     let charts = charts
         .map(|d| OutputDir::open(d, names(), "--charts", true))
         .transpose()?;
-    let conns = Connectors::for_target(&server_conn::resolve(&a.conn)?, &plan.schema);
+    let target = server_conn::resolve(&a.conn)?;
+    crate::interrupt::set_query_timeout(target.query_timeout);
+    let conns = Connectors::for_target(&target, &plan.schema);
     let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
     write_outputs(&done.doc, &a, charts.as_ref())?;
     if let Some(e) = done.error {

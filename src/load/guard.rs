@@ -51,6 +51,8 @@ pub struct SettingsGuard {
     lost_lock: Option<String>,
     /// Steps seen so far (for messages).
     steps: usize,
+    /// The server restarted during the run: our changes went with it.
+    restarted: bool,
     /// The server stopped answering (a read timed out): every later wait is one attempt.
     silent: Option<String>,
 }
@@ -134,6 +136,7 @@ impl SettingsGuard {
             disowned: Vec::new(),
             lost_lock: None,
             steps: 0,
+            restarted: false,
             silent: None,
         }
     }
@@ -164,6 +167,24 @@ impl SettingsGuard {
     /// Run `f` on the admin connection; when the connection is gone (a server restart, a
     /// KILL), open a new one and try once more.
     fn with_conn<T>(&mut self, what: &str, f: impl Fn(&mut Conn) -> mysql::Result<T>) -> Result<T> {
+        let t0 = std::time::Instant::now();
+        let r = self.with_conn_inner(what, f);
+        if r.is_err() && self.silent.is_none() && t0.elapsed() >= std::time::Duration::from_secs(1)
+        {
+            // A failure that took a wait to arrive: the server is there but not answering.
+            self.silent = Some(format!(
+                "{what}: no answer within {:.0} s",
+                t0.elapsed().as_secs_f64()
+            ));
+        }
+        r
+    }
+
+    fn with_conn_inner<T>(
+        &mut self,
+        what: &str,
+        f: impl Fn(&mut Conn) -> mysql::Result<T>,
+    ) -> Result<T> {
         let first = f(self.conn()?);
         let r = match first {
             Err(e) if timed_out(&e) => {
@@ -354,8 +375,41 @@ impl SettingsGuard {
         self.steps
     }
 
+    /// Whether the server restarted since the run identified it (its start time moved): then
+    /// every record closes, the changes went with the restart.
+    fn check_restart(&mut self) -> bool {
+        let Some(server) = self.server.clone() else {
+            return false;
+        };
+        let now = self.with_conn("identifying the server", |c| {
+            journal::identify(c, &server.endpoint, &server.connect_hint)
+        });
+        let Ok(now) = now else { return false };
+        if (now.started_unix_s - server.started_unix_s).abs() <= journal::RESTART_SLACK_S {
+            return false;
+        }
+        eprintln!("spinscope: the server restarted during the run: spinscope's changes went with it; their journal records are closed and the run stops");
+        for i in 0..self.changed.len() {
+            self.close_record(i);
+            self.changed[i].note = format!(
+                "{} went with the server restart (it reads what the restarted server set)",
+                self.changed[i].variable
+            );
+        }
+        self.restarted = true;
+        true
+    }
+
     fn take_foreign(&mut self) -> Vec<Foreign> {
         let out = std::mem::take(&mut self.foreign);
+        let hits_ours = out.iter().any(|f| {
+            self.changed
+                .iter()
+                .any(|c| c.variable.eq_ignore_ascii_case(&f.variable))
+        });
+        if hits_ours && self.check_restart() {
+            return out;
+        }
         for f in &out {
             if self
                 .changed
@@ -565,6 +619,11 @@ impl SettingsGuard {
     /// lock was lost or someone else changed one of the run's variables.
     pub fn apply(&mut self, variant: &Variant) -> Result<Vec<Setting>> {
         self.check_answering()?;
+        if self.restarted {
+            return Err(Error::runtime(
+                "the server restarted during the run (its start time moved); stopping with the results so far",
+            ));
+        }
         if let Some(l) = &self.lost_lock {
             return Err(Error::runtime(format!(
                 "the admin connection was lost and another session took the lock {l} meanwhile (another spinscope?); stopping and putting back what is still ours"
@@ -675,6 +734,9 @@ impl SettingsGuard {
     /// Put `changed[i]` back if the server still holds a value of ours; a value someone else
     /// set is left and its record closed (it is theirs now). Returns the line to print.
     fn restore_one(&mut self, i: usize) -> String {
+        if self.restarted {
+            return self.changed[i].note.clone();
+        }
         let (var, orig) = (
             self.changed[i].variable.clone(),
             self.changed[i].original.clone(),
@@ -694,6 +756,9 @@ impl SettingsGuard {
         let rec = self.records.get(i).cloned().flatten();
         if !journal::same_value(&current, &orig) {
             if let Some(r) = rec.as_ref().filter(|r| !r.ours(&current)) {
+                if self.restarted || self.check_restart() {
+                    return self.changed[i].note.clone();
+                }
                 let line = format!(
                     "left {var} = {}: someone else changed it after spinscope set {} (original {}); not reverted",
                     plain(&current),

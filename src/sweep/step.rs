@@ -59,6 +59,14 @@ pub fn measure_step(
     for f in &before_step {
         observer.note(&format!("changed by someone else before step {n}: {f}"));
     }
+    // The last resort against a server that stops answering where no timeout reaches.
+    let _deadline = crate::interrupt::Deadline::arm(
+        cfg.warmup + cfg.duration + crate::interrupt::step_deadline(),
+        format!(
+            "the server did not answer within {} s after the end of step {n} (stopped or hung?); the results so far are saved",
+            crate::interrupt::step_deadline().as_secs()
+        ),
+    );
     let before = bench.probe.uptime().ok();
     let t_before = Instant::now();
     let o = run_step(cfg, bench.workload, bench.clients, bench.stop)?;

@@ -279,6 +279,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     let (model, cpu_label, model_target) = model_advice(&info, &current, plan, target)?;
     let cands = generate(&info, current, model, plan.max_candidates);
     let variants: Vec<Variant> = cands.iter().map(|c| variant(&info, &current, c)).collect();
+    crate::interrupt::set_query_timeout(target.query_timeout);
     let mut guard = SettingsGuard::new(Arc::clone(&admin_connect));
     guard.mirror_to_schema(&plan.schema);
     guard.validate(&variants)?;
