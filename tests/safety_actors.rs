@@ -580,8 +580,10 @@ fn row12_a_server_restart_during_tune_keeps_partial_results() {
     if status.code() == Some(3) {
         assert!(doc["stopped_because"].is_string(), "{doc}");
     }
-    // The change went with the restart: the restarted server's own value stays.
-    assert_eq!(var(&db, "innodb_spin_wait_delay"), default_delay, "{err}");
+    // The restarted server's own value, or the original put back: never a candidate's, and
+    // never reported as someone else's change.
+    let now = var(&db, "innodb_spin_wait_delay");
+    assert!(now == default_delay || now == "7", "{now}: {err}");
     assert!(!err.contains("someone else"), "{err}");
     let (code, _, err) = out(cmd(&db, &home, &["restore"]));
     assert_eq!(code, Some(0), "{err}");
