@@ -476,8 +476,23 @@ impl SettingsGuard {
         })?;
         if got.flatten() != Some(1) {
             let who = self.lock_holder(RUN_LOCK);
+            // Name the holder's changes too, from the journal (this host's or the server's copy).
+            let mut what = String::new();
+            if let Ok(server) = self.ensure_server() {
+                let recs = self
+                    .with_conn("reading the change journal", |c| {
+                        Ok(journal::records_for(c, &server))
+                    })
+                    .unwrap_or_default();
+                if let Some(r) = recs.first() {
+                    what = format!(
+                        "; being changed by another spinscope: {}",
+                        journal::describe(r)
+                    );
+                }
+            }
             return Err(Error::bad_input(format!(
-                "another spinscope is running a tune or a sweep that changes settings on this server: {who} holds the lock {RUN_LOCK}; wait until it ends (both runs would change and measure the same server)"
+                "another spinscope is running a tune or a sweep that changes settings on this server: {who} holds the lock {RUN_LOCK}{what}; wait until it ends (both runs would change and measure the same server)"
             )));
         }
         self.locks.push(RUN_LOCK.into());
