@@ -258,8 +258,9 @@ pub fn holder_state_on(conn: &mut mysql::Conn, r: &Record) -> HolderState {
 
 /// Close a record here and on the server.
 pub fn close_everywhere(conn: &mut mysql::Conn, r: &Record) {
-    close(&r.id);
+    // The server's copy first: a kill between the two leaves the local (durable) record.
     delete_server_copy(conn, r);
+    close(&r.id);
 }
 
 /// Where the journal lives; None when neither XDG_STATE_HOME nor HOME is set.

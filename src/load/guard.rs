@@ -810,10 +810,12 @@ impl SettingsGuard {
 
     fn close_record(&mut self, i: usize) {
         if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
-            journal::close(&rec.id);
+            // The server's copy first: a kill between the two leaves the local record, which
+            // `restore` closes as already back, never a copy that warns other hosts wrongly.
             if let Some(c) = self.conn.as_mut() {
                 journal::delete_server_copy(c, &rec);
             }
+            journal::close(&rec.id);
         }
     }
 
