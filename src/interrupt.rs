@@ -28,6 +28,59 @@ fn name(sig: i32) -> &'static str {
 
 /// Print what is still changed and exit 130 now, leaving the journal open.
 fn exit_now(why: &str) -> ! {
+    exit_with(why, EXIT_INTERRUPTED)
+}
+
+static QUERY_TIMEOUT_S: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(60);
+
+/// The connections' `--query-timeout`, for [`step_deadline`].
+pub fn set_query_timeout(d: Duration) {
+    QUERY_TIMEOUT_S.store(d.as_secs().max(1), Ordering::Relaxed);
+}
+
+/// How long after a step's planned end its load and checks may still take before the server
+/// counts as hung: the clients' reads time out (one query timeout), the checks around the
+/// step time out (another), plus 10 s.
+pub fn step_deadline() -> Duration {
+    Duration::from_secs(2 * QUERY_TIMEOUT_S.load(Ordering::Relaxed) + 10)
+}
+
+/// A deadline that exits the process (code 3, the journal left open with the statements still
+/// needed printed) unless dropped first: the last resort for a server that stops answering
+/// where no timeout reaches (a full listen backlog, a client thread stuck in connect).
+pub struct Deadline {
+    cancel: Arc<AtomicBool>,
+}
+
+impl Deadline {
+    pub fn arm(after: Duration, why: String) -> Deadline {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let c = Arc::clone(&cancel);
+        let _ = std::thread::Builder::new()
+            .name("deadline".into())
+            .spawn(move || {
+                let end = std::time::Instant::now() + after;
+                while std::time::Instant::now() < end {
+                    if c.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                if !c.load(Ordering::SeqCst) {
+                    exit_with(&why, crate::error::EXIT_RUNTIME);
+                }
+            });
+        Deadline { cancel }
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+}
+
+fn exit_with(why: &str, code: i32) -> ! {
     let pending = crate::journal::pending_statements();
     if pending.is_empty() {
         eprintln!("spinscope: {why}; exiting");
@@ -41,7 +94,7 @@ fn exit_now(why: &str) -> ! {
                 .join("\n")
         );
     }
-    std::process::exit(EXIT_INTERRUPTED)
+    std::process::exit(code)
 }
 
 /// What the first signal prints: only a command with changes registered in the journal (a

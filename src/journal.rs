@@ -5,9 +5,12 @@
 //! command connecting to that server reports, and that `spinscope restore` replays.
 //!
 //! Records live in `$XDG_STATE_HOME/spinscope/journal/` (else `~/.local/state/spinscope/journal/`),
-//! one JSON file per change, mode 0600. A server is known by `@@server_uuid` (MySQL) or
-//! `@@hostname:@@port` (MariaDB has no server_uuid), and its start time (now - `Uptime`): a
-//! start time that moved means the server restarted and the change is gone with it.
+//! one JSON file per change, mode 0600. A server is known by facts the server reports, read in
+//! one statement ([`identify`]): its start time on its own clock (`UNIX_TIMESTAMP() - Uptime`),
+//! and `@@server_uuid` where it has one (MySQL 5.6+), else `@@hostname`, `@@port`, `@@socket`,
+//! `@@datadir` and `@@server_id` together. This host's clock and `hostname:port` alone decide
+//! nothing: a start time that moved by more than [`RESTART_SLACK_S`] means the server restarted
+//! and the change is gone with it.
 //!
 //! The live holder of a variable also holds the server-side named lock `spinscope:<variable>`
 //! (`GET_LOCK`), which other clients on any host see; see `load::guard`.
@@ -21,21 +24,49 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// Seconds of disagreement between two start-time readings still taken as the same start
-/// (both are whole seconds of two clocks read at different moments).
-const RESTART_SLACK_S: i64 = 3;
+/// Seconds of disagreement between two start-time readings still taken as the same start.
+/// Both readings are `UNIX_TIMESTAMP() - Uptime` on the server's own clock in one statement
+/// (exact on MariaDB, whose Uptime is that very difference); the slack covers a server whose
+/// Uptime ticks apart from its clock.
+pub const RESTART_SLACK_S: i64 = 2;
+
+/// The identity scheme of records written since the server's own clock decides (records
+/// without it were written by older versions: client clock, `hostname:port`).
+pub const IDENTITY_SERVER_CLOCK: u32 = 2;
 
 /// Which server a record belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerId {
     /// How we reached it (`host:port` or the socket path), for messages.
     pub endpoint: String,
-    /// `@@server_uuid`, or `@@hostname:@@port` where there is none.
+    /// `@@server_uuid`, else `@@hostname:@@port` with socket, datadir and server_id (older
+    /// records: `@@hostname:@@port` alone).
     pub key: String,
-    /// The server's start time, unix seconds (client clock minus `Uptime`).
+    /// The server's start time, unix seconds on the server's clock (older records: this
+    /// host's clock minus `Uptime`).
     pub started_unix_s: i64,
     /// Connection flags that reach it again, for the restore hint.
     pub connect_hint: String,
+    /// [`IDENTITY_SERVER_CLOCK`] for records whose key and start time came from the server
+    /// alone; 0 (absent) for older records.
+    #[serde(default)]
+    pub identity: u32,
+    /// The key an older spinscope gave this server (`@@server_uuid` or `@@hostname:@@port`),
+    /// so records it wrote are still found.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub legacy_key: String,
+}
+
+impl ServerId {
+    /// Whether `rec` (a record's server) is this server. Records from older versions match by
+    /// their weaker key.
+    pub fn same_as(&self, rec: &ServerId) -> bool {
+        if rec.identity >= IDENTITY_SERVER_CLOCK {
+            rec.key == self.key
+        } else {
+            !self.legacy_key.is_empty() && rec.key == self.legacy_key
+        }
+    }
 }
 
 /// The process that made a change.
@@ -73,6 +104,73 @@ pub struct Record {
     /// [`SERVER_TABLE`]), so spinscope on another client host sees it.
     #[serde(default)]
     pub server_copy: Option<String>,
+    /// Other values the server may hold because of spinscope's own statements: while a
+    /// statement is in flight (journaled, not yet read back), the value before it, and the
+    /// states between the statements of one change. `restore` treats them like `set_to`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_ours: Vec<String>,
+    /// While a statement is in flight: every global variable read just before it on the same
+    /// connection, to name what may have moved with it if the process died before reading
+    /// around it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub around: BTreeMap<String, String>,
+}
+
+impl Record {
+    /// Whether `current` is a value spinscope's statements put there.
+    pub fn ours(&self, current: &str) -> bool {
+        same_value(current, &self.set_to) || self.also_ours.iter().any(|v| same_value(current, v))
+    }
+}
+
+/// Test seam: `SPINSCOPE_FAULT=after-journal[:N]` or `after-statement[:N]` stops this process
+/// dead (SIGKILL, as `kill -9`) right after the journal write for, or right after, the N-th
+/// change statement it sends (default 1st).
+pub const FAULT_ENV: &str = "SPINSCOPE_FAULT";
+
+/// The two sides of a change statement a crash can fall on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    AfterJournal,
+    AfterStatement,
+}
+
+static FAULT_SEEN: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// Parse a [`FAULT_ENV`] value: the point and which statement (1-based).
+pub fn parse_fault(spec: &str) -> Option<(Fault, u64)> {
+    let (name, n) = match spec.trim().split_once(':') {
+        Some((a, b)) => (a, b.trim().parse().ok().filter(|n| *n > 0)?),
+        None => (spec.trim(), 1),
+    };
+    let p = match name {
+        "after-journal" => Fault::AfterJournal,
+        "after-statement" => Fault::AfterStatement,
+        _ => return None,
+    };
+    Some((p, n))
+}
+
+/// A point where [`FAULT_ENV`] may stop the process; called once per change statement on
+/// each side.
+pub fn fault_point(p: Fault) {
+    let Some((want, n)) = std::env::var(FAULT_ENV).ok().and_then(|s| parse_fault(&s)) else {
+        return;
+    };
+    if want != p {
+        return;
+    }
+    let seen = FAULT_SEEN[p as usize].fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    if seen == n {
+        eprintln!("spinscope: {FAULT_ENV}: dying at {p:?} #{n}");
+        // SAFETY: kill(2) on this very process: the test seam's whole purpose.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
 }
 
 /// The table that keeps the server-side copies of records in a scratch schema.
@@ -127,9 +225,9 @@ pub fn server_records(conn: &mut mysql::Conn) -> Vec<Record> {
 /// The records of the server behind `conn`: this host's journal plus the copies on the server
 /// made from other hosts.
 pub fn records_for(conn: &mut mysql::Conn, now: &ServerId) -> Vec<Record> {
-    let mut recs = for_server(&now.key);
+    let mut recs = for_server(now);
     for r in server_records(conn) {
-        if r.server.key == now.key && !recs.iter().any(|l| l.id == r.id) {
+        if now.same_as(&r.server) && !recs.iter().any(|l| l.id == r.id) {
             recs.push(r);
         }
     }
@@ -160,8 +258,9 @@ pub fn holder_state_on(conn: &mut mysql::Conn, r: &Record) -> HolderState {
 
 /// Close a record here and on the server.
 pub fn close_everywhere(conn: &mut mysql::Conn, r: &Record) {
-    close(&r.id);
+    // The server's copy first: a kill between the two leaves the local (durable) record.
     delete_server_copy(conn, r);
+    close(&r.id);
 }
 
 /// Where the journal lives; None when neither XDG_STATE_HOME nor HOME is set.
@@ -196,11 +295,22 @@ fn journal_dir() -> Result<PathBuf> {
 
 use std::os::unix::fs::DirBuilderExt;
 
+/// Test seam: seconds added to this host's clock as spinscope reads it, to prove that a
+/// client whose clock is off (or stepped by NTP) decides nothing about a server.
+pub const CLOCK_SHIFT_ENV: &str = "SPINSCOPE_TEST_CLOCK_SHIFT_S";
+
+/// This host's clock, unix seconds (shifted by [`CLOCK_SHIFT_ENV`] when set). Used only for
+/// people ("opened 5 min ago"), never for a server's identity.
 pub fn now_unix() -> i64 {
+    let shift: i64 = std::env::var(CLOCK_SHIFT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+        + shift
 }
 
 /// Start time of a running process in clock ticks since boot (`/proc/PID/stat` field 22);
@@ -272,30 +382,105 @@ pub fn holder_state(h: &Holder) -> HolderState {
     }
 }
 
-/// Read the identity of the server behind `conn`.
+/// The statements [`identify`] tries, in order: each reads every fact in one statement (one
+/// moment on the server's clock). MySQL 5.7+/8 keep status in performance_schema, MySQL 5.6
+/// and MariaDB in information_schema; MariaDB has no `@@server_uuid`.
+const IDENTITY_SQL: [&str; 4] = [
+    "SELECT @@server_uuid, CAST(UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) AS SIGNED), @@hostname, @@port, @@socket, @@datadir, @@server_id FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'",
+    "SELECT @@server_uuid, CAST(UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) AS SIGNED), @@hostname, @@port, @@socket, @@datadir, @@server_id FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'",
+    "SELECT NULL, CAST(UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) AS SIGNED), @@hostname, @@port, @@socket, @@datadir, @@server_id FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'",
+    "SELECT NULL, CAST(UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) AS SIGNED), @@hostname, @@port, @@socket, @@datadir, @@server_id FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'",
+];
+
+/// The facts one identity statement returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    pub uuid: Option<String>,
+    pub started_unix_s: i64,
+    pub hostname: String,
+    pub port: u64,
+    pub socket: String,
+    pub datadir: String,
+    pub server_id: u64,
+}
+
+impl Facts {
+    /// The identity: `@@server_uuid` where there is one, else every other fact together (two
+    /// servers sharing `hostname:port`, containers or `--skip-networking`, differ in socket,
+    /// datadir or server_id).
+    pub fn server_id(&self, endpoint: &str, connect_hint: &str) -> ServerId {
+        let hp = format!("{}:{}", self.hostname, self.port);
+        let (key, legacy_key) = match self.uuid.as_deref().filter(|u| !u.is_empty()) {
+            Some(u) => (u.to_string(), u.to_string()),
+            None => (
+                format!(
+                    "{hp} socket={} datadir={} server_id={}",
+                    self.socket, self.datadir, self.server_id
+                ),
+                hp,
+            ),
+        };
+        ServerId {
+            endpoint: endpoint.to_string(),
+            key,
+            started_unix_s: self.started_unix_s,
+            connect_hint: connect_hint.to_string(),
+            identity: IDENTITY_SERVER_CLOCK,
+            legacy_key,
+        }
+    }
+}
+
+fn text(v: &mysql::Value) -> String {
+    match v {
+        mysql::Value::NULL => String::new(),
+        mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => other.as_sql(true).trim_matches('\'').to_string(),
+    }
+}
+
+/// Read the server's facts in one statement (the first of [`IDENTITY_SQL`] the server accepts).
+pub fn read_facts(conn: &mut mysql::Conn) -> mysql::Result<Facts> {
+    let mut last = None;
+    for sql in IDENTITY_SQL {
+        match conn.query_first::<mysql::Row, _>(sql) {
+            Ok(Some(row)) => {
+                let v: Vec<String> = row.unwrap().iter().map(text).collect();
+                if v.len() < 7 || v[1].is_empty() {
+                    continue;
+                }
+                return Ok(Facts {
+                    uuid: Some(v[0].clone()).filter(|u| !u.is_empty()),
+                    started_unix_s: v[1].parse().unwrap_or(0),
+                    hostname: v[2].clone(),
+                    port: v[3].parse().unwrap_or(0),
+                    socket: v[4].clone(),
+                    datadir: v[5].clone(),
+                    server_id: v[6].parse().unwrap_or(0),
+                });
+            }
+            // No Uptime row (performance_schema off): try the next source.
+            Ok(None) => continue,
+            Err(e @ mysql::Error::MySqlError(_)) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        mysql::Error::MySqlError(mysql::MySqlError {
+            state: "HY000".into(),
+            code: 0,
+            message: "the server reported no Uptime".into(),
+        })
+    }))
+}
+
+/// Read the identity of the server behind `conn` from the server alone ([`read_facts`]).
 pub fn identify(
     conn: &mut mysql::Conn,
     endpoint: &str,
     connect_hint: &str,
 ) -> mysql::Result<ServerId> {
-    let uuid: Option<Option<String>> = conn.query_first("SELECT @@server_uuid").ok();
-    let key = match uuid.flatten().filter(|u| !u.is_empty()) {
-        Some(u) => u,
-        None => {
-            let (h, p): (String, u32) = conn
-                .query_first("SELECT @@hostname, @@port")?
-                .unwrap_or_default();
-            format!("{h}:{p}")
-        }
-    };
-    let up: Option<(String, String)> = conn.query_first("SHOW GLOBAL STATUS LIKE 'Uptime'")?;
-    let uptime: i64 = up.and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
-    Ok(ServerId {
-        endpoint: endpoint.to_string(),
-        key,
-        started_unix_s: now_unix() - uptime,
-        connect_hint: connect_hint.to_string(),
-    })
+    Ok(read_facts(conn)?.server_id(endpoint, connect_hint))
 }
 
 /// The statements of changes this process made and has not yet put back (printed when a
@@ -402,13 +587,19 @@ pub fn list() -> Vec<Record> {
 }
 
 /// Open records of one server.
-pub fn for_server(key: &str) -> Vec<Record> {
-    list().into_iter().filter(|r| r.server.key == key).collect()
+pub fn for_server(now: &ServerId) -> Vec<Record> {
+    list()
+        .into_iter()
+        .filter(|r| now.same_as(&r.server))
+        .collect()
 }
 
-/// Whether the server restarted since the record was made.
+/// Whether the server restarted since the record was made: its start time on its own clock
+/// moved. A record from an older version (start time from its client's clock) never counts
+/// as restarted: `restore` decides it by the value the server holds.
 pub fn restarted_since(rec: &Record, now: &ServerId) -> bool {
-    (rec.server.started_unix_s - now.started_unix_s).abs() > RESTART_SLACK_S
+    rec.server.identity >= IDENTITY_SERVER_CLOCK
+        && (rec.server.started_unix_s - now.started_unix_s).abs() > RESTART_SLACK_S
 }
 
 /// Values compared as the server prints them: numbers numerically, words case-insensitively.
@@ -549,6 +740,31 @@ pub fn check_on_connect(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &s
     *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
 }
 
+/// For a record whose statement was in flight when its process died: the globals that differ
+/// now from just before that statement (name, before, now). spinscope cannot tell its side
+/// effect from someone else's change there, so they are named, never set.
+pub fn moved_since_in_flight(conn: &mut mysql::Conn, r: &Record) -> Vec<(String, String, String)> {
+    if r.around.is_empty() {
+        return Vec::new();
+    }
+    let rows: Vec<(String, Option<String>)> =
+        conn.query("SHOW GLOBAL VARIABLES").unwrap_or_default();
+    let what = r.what.to_ascii_lowercase();
+    rows.into_iter()
+        .filter_map(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            let before = r.around.get(&k)?;
+            let v = v.unwrap_or_default();
+            (k != what && *before != v && !volatile_global(&k)).then(|| (k, before.clone(), v))
+        })
+        .collect()
+}
+
+/// Variables that move on their own; never taken for a side effect.
+pub fn volatile_global(name: &str) -> bool {
+    name.starts_with("gtid_") || name.starts_with("wsrep_") || name == "timestamp"
+}
+
 /// The outcome of restoring one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restored {
@@ -593,7 +809,7 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
         close_everywhere(conn, r);
         return Restored::AlreadyBack;
     }
-    if !same_value(&current, &r.set_to) && !force {
+    if !r.ours(&current) && !force {
         return Restored::ChangedSince(current);
     }
     for sql in &r.restore_sql {
@@ -614,6 +830,91 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn facts(socket: &str) -> Facts {
+        Facts {
+            uuid: None,
+            started_unix_s: 1_700_000_000,
+            hostname: "db".into(),
+            port: 3306,
+            socket: socket.into(),
+            datadir: "/var/lib/mysql/".into(),
+            server_id: 1,
+        }
+    }
+
+    #[test]
+    fn servers_sharing_hostname_and_port_are_different_servers() {
+        let a = facts("/a.sock").server_id("a", "-S /a.sock");
+        let b = facts("/b.sock").server_id("b", "-S /b.sock");
+        assert!(!a.same_as(&b) && !b.same_as(&a));
+        assert!(a.same_as(&a.clone()));
+        // With a server_uuid, the uuid alone decides.
+        let mut f = facts("/a.sock");
+        f.uuid = Some("3e11fa47-71ca-11e1-9e33-c80aa9429562".into());
+        let u = f.server_id("a", "");
+        f.socket = "/elsewhere.sock".into();
+        assert!(u.same_as(&f.server_id("a", "")));
+        assert_eq!(u.key, "3e11fa47-71ca-11e1-9e33-c80aa9429562");
+    }
+
+    #[test]
+    fn restart_is_decided_by_the_servers_start_time_only() {
+        let now = facts("/a.sock").server_id("a", "");
+        let mut rec = Record {
+            id: "1".into(),
+            server: now.clone(),
+            what: "v".into(),
+            original: "1".into(),
+            set_to: "2".into(),
+            check_sql: String::new(),
+            restore_sql: vec![],
+            holder: me(),
+            opened_unix_s: 0,
+            lock: None,
+            server_copy: None,
+            also_ours: vec![],
+            around: BTreeMap::new(),
+        };
+        rec.server.started_unix_s += RESTART_SLACK_S;
+        assert!(!restarted_since(&rec, &now));
+        rec.server.started_unix_s += 1;
+        assert!(restarted_since(&rec, &now));
+    }
+
+    #[test]
+    fn records_of_older_versions_still_load_and_match() {
+        // A record as spinscope wrote it before the identity came from the server alone.
+        let old = r#"{"id":"1-2-0","server":{"endpoint":"/a.sock","key":"db:3306",
+            "started_unix_s":1699999000,"connect_hint":"--socket /a.sock"},
+            "what":"innodb_spin_wait_delay","original":"4","set_to":"6000",
+            "check_sql":"SELECT @@GLOBAL.innodb_spin_wait_delay",
+            "restore_sql":["SET GLOBAL innodb_spin_wait_delay = 4"],
+            "holder":{"pid":1,"pid_start":1,"user":"u","client_host":"h","command":"spinscope sweep run"},
+            "opened_unix_s":1700000000}"#;
+        let rec: Record = serde_json::from_str(old).unwrap();
+        assert_eq!(rec.server.identity, 0);
+        let now = facts("/a.sock").server_id("a", "");
+        assert!(now.same_as(&rec.server));
+        // Its start time came from a client clock: it is never taken for a restart.
+        assert!(!restarted_since(&rec, &now));
+        // A new record round-trips with its identity.
+        let mut r2 = rec.clone();
+        r2.server = now.clone();
+        let back: Record = serde_json::from_str(&serde_json::to_string(&r2).unwrap()).unwrap();
+        assert_eq!(back, r2);
+    }
+
+    #[test]
+    fn fault_specs_parse() {
+        assert_eq!(parse_fault("after-journal"), Some((Fault::AfterJournal, 1)));
+        assert_eq!(
+            parse_fault("after-statement:2"),
+            Some((Fault::AfterStatement, 2))
+        );
+        assert_eq!(parse_fault("after-statement:0"), None);
+        assert_eq!(parse_fault("before"), None);
+    }
 
     #[test]
     fn values_compare_like_the_server_prints_them() {

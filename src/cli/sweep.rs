@@ -268,7 +268,9 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     let charts = charts
         .map(|d| OutputDir::open(d, names(), "--charts", true))
         .transpose()?;
-    let conns = Connectors::for_target(&server_conn::resolve(&a.conn)?, &plan.schema);
+    let target = server_conn::resolve(&a.conn)?;
+    crate::interrupt::set_query_timeout(target.query_timeout);
+    let conns = Connectors::for_target(&target, &plan.schema);
     let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
     // The error that stopped the sweep (a refusal, a failed step) is printed once, on stderr:
     // the text report leaves its "stopped early" line out, and is not printed at all when no

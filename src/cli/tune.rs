@@ -134,6 +134,13 @@ pub fn run(a: TuneArgs) -> Result<i32> {
     } else {
         print!("{}", render(&doc));
     }
+    if let Some(why) = &doc.stopped_because {
+        eprintln!(
+            "spinscope: error: {why}; the results above are what was measured until then{}",
+            if a.save.is_some() { " (saved)" } else { "" }
+        );
+        return Ok(crate::error::EXIT_RUNTIME);
+    }
     Ok(if doc.interrupted {
         EXIT_INTERRUPTED
     } else {

@@ -1,12 +1,18 @@
-//! The settings guard: every `SET GLOBAL` the sweep makes goes through here. Before the first
-//! change of a variable the guard checks the change journal (refusing a variable another
-//! spinscope holds or left changed), takes the server-side named lock `spinscope:<variable>`
-//! (visible to clients on every host), reads the original value and writes a journal record
-//! (fsynced) **before** the `SET GLOBAL`. All global variables are read before each variant's
-//! changes and again after them; a variable the server moved as a side effect
-//! (`innodb_io_capacity` moves `innodb_io_capacity_max`) is journaled and restored too. `restore` (also called from
-//! `Drop`, so on every error path and after a signal) sets everything back, reads it again to
-//! prove it, and only then closes the journal record.
+//! The settings guard: every `SET GLOBAL` the sweep and tune make goes through here. Before the
+//! first change of a variable the guard checks the change journal (refusing a variable another
+//! spinscope holds or left changed) and takes the server-side named lock `spinscope:<variable>`
+//! (visible to clients on every host); a run that changes settings also holds
+//! [`RUN_LOCK`] for its whole length, so a second tune or sweep on the server refuses to start.
+//!
+//! Every statement, the first value, later values and the way back between variants, is
+//! journaled (old and intended value, fsynced) **before** it is sent; every global variable is
+//! read just before and just after it on the same connection, and only what moved between
+//! those two reads is a side effect (`innodb_io_capacity` moves `innodb_io_capacity_max`),
+//! journaled and restored too. Any other global that moves during the run is someone else's:
+//! reported, never reverted; when it is one of the run's own variables the steps it overlapped
+//! are invalid and the run stops, leaving their value. `restore` (also called from `Drop`, so
+//! on every error path and after a signal) sets back only what still holds spinscope's value,
+//! reads it again to prove it, and only then closes the journal record.
 
 use std::collections::BTreeMap;
 
@@ -34,11 +40,49 @@ pub struct SettingsGuard {
     /// Scratch schema that keeps a server-side copy of the journal records.
     mirror: Option<String>,
     done: bool,
+    /// Every global as last read (after our own statements, at step boundaries): what differs
+    /// at the next read was changed by someone else.
+    known: Option<BTreeMap<String, String>>,
+    /// Changes by someone else not yet reported.
+    foreign: Vec<Foreign>,
+    /// Variables of this run someone else changed: never set again by this run.
+    disowned: Vec<Foreign>,
+    /// A lock this run held and could not take again after a reconnect.
+    lost_lock: Option<String>,
+    /// Steps seen so far (for messages).
+    steps: usize,
+    /// The server restarted during the run: our changes went with it.
+    restarted: bool,
+    /// The server stopped answering (a read timed out): every later wait is one attempt.
+    silent: Option<String>,
 }
+
+/// A read or write that ran into the connection's timeout: the server is there but does not
+/// answer (stopped, hung), so trying again only waits as long again.
+fn timed_out(e: &mysql::Error) -> bool {
+    matches!(e, mysql::Error::IoError(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+}
+
+/// A global variable someone else changed while spinscope ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    pub variable: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl std::fmt::Display for Foreign {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} -> {}", self.variable, self.from, self.to)
+    }
+}
+
+/// The server-side named lock a tune or a sweep that changes settings holds for its whole run.
+pub const RUN_LOCK: &str = "spinscope:run";
 
 /// Variables that move on their own; never taken for a side effect.
 fn volatile(name: &str) -> bool {
-    name.starts_with("gtid_") || name.starts_with("wsrep_") || name == "timestamp"
+    journal::volatile_global(name)
 }
 
 /// A value as SHOW VARIABLES prints it, as an SQL literal for SET GLOBAL.
@@ -87,6 +131,13 @@ impl SettingsGuard {
             baseline: None,
             mirror: None,
             done: false,
+            known: None,
+            foreign: Vec::new(),
+            disowned: Vec::new(),
+            lost_lock: None,
+            steps: 0,
+            restarted: false,
+            silent: None,
         }
     }
 
@@ -99,9 +150,14 @@ impl SettingsGuard {
     fn conn(&mut self) -> Result<&mut Conn> {
         if self.conn.is_none() {
             let mut c = (self.connect)()?;
-            // A new admin connection (after a KILL or a reconnect): take our locks again.
+            // A new admin connection (after a KILL or a reconnect): take our locks again. One
+            // that someone else took meanwhile stops the run at its next change.
             for l in &self.locks {
-                let _ = c.exec_drop("DO GET_LOCK(?, 0)", (l,));
+                let got: Option<Option<i64>> =
+                    c.exec_first("SELECT GET_LOCK(?, 0)", (l,)).ok().flatten();
+                if got.flatten() != Some(1) && self.lost_lock.is_none() {
+                    self.lost_lock = Some(l.clone());
+                }
             }
             self.conn = Some(c);
         }
@@ -111,9 +167,31 @@ impl SettingsGuard {
     /// Run `f` on the admin connection; when the connection is gone (a server restart, a
     /// KILL), open a new one and try once more.
     fn with_conn<T>(&mut self, what: &str, f: impl Fn(&mut Conn) -> mysql::Result<T>) -> Result<T> {
+        let t0 = std::time::Instant::now();
+        let r = self.with_conn_inner(what, f);
+        if r.is_err() && self.silent.is_none() && t0.elapsed() >= std::time::Duration::from_secs(1)
+        {
+            // A failure that took a wait to arrive: the server is there but not answering.
+            self.silent = Some(format!(
+                "{what}: no answer within {:.0} s",
+                t0.elapsed().as_secs_f64()
+            ));
+        }
+        r
+    }
+
+    fn with_conn_inner<T>(
+        &mut self,
+        what: &str,
+        f: impl Fn(&mut Conn) -> mysql::Result<T>,
+    ) -> Result<T> {
         let first = f(self.conn()?);
         let r = match first {
-            Err(e) if is_connection_error(&e) => {
+            Err(e) if timed_out(&e) => {
+                self.silent = Some(format!("{what}: {}", describe_error(&e).1));
+                Err(e)
+            }
+            Err(e) if is_connection_error(&e) && self.silent.is_none() => {
                 self.conn = None;
                 f(self.conn()?)
             }
@@ -153,7 +231,11 @@ impl SettingsGuard {
         let id = self.with_conn("identifying the server", |c| {
             journal::identify(c, &endpoint, &hint)
         })?;
-        self.baseline = Some(self.globals()?);
+        let all = self.globals()?;
+        if self.known.is_none() {
+            self.known = Some(all.clone());
+        }
+        self.baseline = Some(all);
         self.server = Some(id.clone());
         Ok(id)
     }
@@ -200,31 +282,7 @@ impl SettingsGuard {
             c.exec_first("SELECT GET_LOCK(?, 0)", (&name,))
         })?;
         if got.flatten() != Some(1) {
-            let id: Option<u64> = self
-                .with_conn("reading the lock holder", |c| {
-                    c.exec_first("SELECT IS_USED_LOCK(?)", (&name,))
-                })
-                .ok()
-                .flatten()
-                .flatten();
-            let who = match id {
-                Some(id) => {
-                    let uh: Option<(String, String)> = self
-                        .with_conn("reading the lock holder", |c| {
-                            c.exec_first(
-                                "SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = ?",
-                                (id,),
-                            )
-                        })
-                        .ok()
-                        .flatten();
-                    match uh {
-                        Some((u, h)) => format!("server connection {id} ({u}@{h})"),
-                        None => format!("server connection {id}"),
-                    }
-                }
-                None => "another connection".into(),
-            };
+            let who = self.lock_holder(&name);
             return Err(Error::bad_input(format!(
                 "{var} is being changed by another spinscope: {who} holds the lock {name}; wait until it ends"
             )));
@@ -253,10 +311,219 @@ impl SettingsGuard {
             opened_unix_s: journal::now_unix(),
             lock: Some(lock_name(lock)),
             server_copy: self.mirror.clone(),
+            also_ours: Vec::new(),
+            around: BTreeMap::new(),
         };
         journal::open(&rec)?;
         self.copy_to_server(&rec);
         Ok(rec)
+    }
+
+    /// Read every global; what differs from the last reading (not by our statements) is
+    /// someone else's change, queued for the step to report.
+    fn observe(&mut self) -> Result<BTreeMap<String, String>> {
+        let now = self.globals()?;
+        if let Some(known) = &self.known {
+            for (name, to) in &now {
+                match known.get(name) {
+                    Some(from) if from != to && !volatile(name) => self.foreign.push(Foreign {
+                        variable: name.clone(),
+                        from: from.clone(),
+                        to: to.clone(),
+                    }),
+                    _ => {}
+                }
+            }
+        }
+        self.known = Some(now.clone());
+        Ok(now)
+    }
+
+    /// Before a step's load: start watching the globals (first step) and hand back what
+    /// someone else changed since the last step ended. Foreign changes of the run's own
+    /// variables are remembered: the run stops at its next change.
+    pub fn step_start(&mut self) -> Result<Vec<Foreign>> {
+        self.steps += 1;
+        self.check_answering()?;
+        self.observe()?;
+        Ok(self.take_foreign())
+    }
+
+    /// After a step's load: what someone else changed during it.
+    pub fn step_end(&mut self) -> Result<Vec<Foreign>> {
+        self.check_answering()?;
+        self.observe()?;
+        Ok(self.take_foreign())
+    }
+
+    /// Whether the server stopped answering (a read ran into the query timeout).
+    pub fn silent(&self) -> bool {
+        self.silent.is_some()
+    }
+
+    fn check_answering(&self) -> Result<()> {
+        match &self.silent {
+            Some(why) => Err(Error::runtime(format!(
+                "the server stopped answering ({why}); stopping, putting back what it answers for, and keeping the results so far"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The number of the current step (1-based, as [`step_start`](Self::step_start) counts).
+    pub fn step_no(&self) -> usize {
+        self.steps
+    }
+
+    /// Whether the server restarted since the run identified it (its start time moved): then
+    /// every record closes, the changes went with the restart.
+    fn check_restart(&mut self) -> bool {
+        let Some(server) = self.server.clone() else {
+            return false;
+        };
+        let now = self.with_conn("identifying the server", |c| {
+            journal::identify(c, &server.endpoint, &server.connect_hint)
+        });
+        let Ok(now) = now else { return false };
+        if (now.started_unix_s - server.started_unix_s).abs() <= journal::RESTART_SLACK_S {
+            return false;
+        }
+        eprintln!("spinscope: the server restarted during the run: spinscope's changes went with it; their journal records are closed and the run stops");
+        for i in 0..self.changed.len() {
+            self.close_record(i);
+            self.changed[i].note = format!(
+                "{} went with the server restart (it reads what the restarted server set)",
+                self.changed[i].variable
+            );
+        }
+        self.restarted = true;
+        true
+    }
+
+    fn take_foreign(&mut self) -> Vec<Foreign> {
+        let out = std::mem::take(&mut self.foreign);
+        let hits_ours = out.iter().any(|f| {
+            self.changed
+                .iter()
+                .any(|c| c.variable.eq_ignore_ascii_case(&f.variable))
+        });
+        if hits_ours && self.check_restart() {
+            return out;
+        }
+        for f in &out {
+            if self
+                .changed
+                .iter()
+                .any(|c| c.variable.eq_ignore_ascii_case(&f.variable))
+                && !self.disowned.iter().any(|d| d.variable == f.variable)
+            {
+                self.disowned.push(f.clone());
+            }
+        }
+        out
+    }
+
+    /// Send one change statement for `changed[idx]`: the record says old and intended value
+    /// (fsynced) before it is sent; the globals read just before and after it on this
+    /// connection name its side effects; the record then says what the server holds.
+    fn send(&mut self, idx: usize, want: &str) -> Result<String> {
+        let var = self.changed[idx].variable.clone();
+        let Some(mut rec) = self.records.get(idx).cloned().flatten() else {
+            return Err(Error::runtime(format!(
+                "{var}: its journal record is closed; not changing it again"
+            )));
+        };
+        let pre = self.observe()?;
+        let prev = rec.set_to.clone();
+        rec.also_ours = if journal::same_value(&prev, &rec.original) {
+            Vec::new()
+        } else {
+            vec![prev]
+        };
+        rec.set_to = plain(want);
+        rec.around = pre
+            .iter()
+            .filter(|(k, _)| !volatile(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        journal::open(&rec)?;
+        self.copy_to_server(&rec);
+        self.records[idx] = Some(rec.clone());
+        journal::fault_point(journal::Fault::AfterJournal);
+        self.set(&var, want)?;
+        journal::fault_point(journal::Fault::AfterStatement);
+        let post = self.globals()?;
+        let actual = self.read(&var)?;
+        self.known = Some(post.clone());
+        self.catch_side_effects(&var, &pre, &post)?;
+        rec.set_to = plain(&actual);
+        rec.also_ours.clear();
+        rec.around.clear();
+        journal::open(&rec)?;
+        self.copy_to_server(&rec);
+        self.records[idx] = Some(rec);
+        Ok(actual)
+    }
+
+    /// Take [`RUN_LOCK`] for the whole run (a tune, or a sweep that changes settings): refused
+    /// while another spinscope holds it, naming its server connection.
+    pub fn take_run_lock(&mut self) -> Result<()> {
+        if self.locks.iter().any(|l| l == RUN_LOCK) {
+            return Ok(());
+        }
+        let got: Option<Option<i64>> = self.with_conn("taking the named lock", |c| {
+            c.exec_first("SELECT GET_LOCK(?, 0)", (RUN_LOCK,))
+        })?;
+        if got.flatten() != Some(1) {
+            let who = self.lock_holder(RUN_LOCK);
+            // Name the holder's changes too, from the journal (this host's or the server's copy).
+            let mut what = String::new();
+            if let Ok(server) = self.ensure_server() {
+                let recs = self
+                    .with_conn("reading the change journal", |c| {
+                        Ok(journal::records_for(c, &server))
+                    })
+                    .unwrap_or_default();
+                if let Some(r) = recs.first() {
+                    what = format!(
+                        "; being changed by another spinscope: {}",
+                        journal::describe(r)
+                    );
+                }
+            }
+            return Err(Error::bad_input(format!(
+                "another spinscope is running a tune or a sweep that changes settings on this server: {who} holds the lock {RUN_LOCK}{what}; wait until it ends (both runs would change and measure the same server)"
+            )));
+        }
+        self.locks.push(RUN_LOCK.into());
+        Ok(())
+    }
+
+    /// Who holds a named lock, for messages.
+    fn lock_holder(&mut self, name: &str) -> String {
+        let id: Option<u64> = self
+            .with_conn("reading the lock holder", |c| {
+                c.exec_first("SELECT IS_USED_LOCK(?)", (name,))
+            })
+            .ok()
+            .flatten()
+            .flatten();
+        let Some(id) = id else {
+            return "another connection".into();
+        };
+        let uh: Option<(String, String)> = self
+            .with_conn("reading the lock holder", |c| {
+                c.exec_first(
+                    "SELECT USER, HOST FROM information_schema.PROCESSLIST WHERE ID = ?",
+                    (id,),
+                )
+            })
+            .ok()
+            .flatten();
+        match uh {
+            Some((u, h)) => format!("server connection {id} ({u}@{h})"),
+            None => format!("server connection {id}"),
+        }
     }
 
     /// The server-side copy; a failure is reported, the local journal is the durable one.
@@ -271,29 +538,41 @@ impl SettingsGuard {
         }
     }
 
-    /// Variables the server moved on its own after our changes: journal them (so they are
-    /// restored with the rest) and say so.
-    /// `pre` is every global read just before this variant's changes, so a change someone
-    /// else made between variants is not mistaken for ours.
-    fn catch_side_effects(&mut self, cause: &str, pre: &BTreeMap<String, String>) -> Result<()> {
+    /// Variables the server moved as a direct consequence of our statement on `cause` (read
+    /// just before and just after it on this connection): journal them (restored with the
+    /// rest) and say so.
+    fn catch_side_effects(
+        &mut self,
+        cause: &str,
+        pre: &BTreeMap<String, String>,
+        post: &BTreeMap<String, String>,
+    ) -> Result<()> {
         let Some(server) = self.server.clone() else {
             return Ok(());
         };
-        let now = self.globals()?;
         for (name, before) in pre {
-            let Some(after) = now.get(name) else { continue };
-            if after == before
-                || volatile(name)
-                || self
-                    .changed
-                    .iter()
-                    .any(|c| c.variable.eq_ignore_ascii_case(name))
+            let Some(after) = post.get(name) else {
+                continue;
+            };
+            if after == before || volatile(name) || name.eq_ignore_ascii_case(cause) {
+                continue;
+            }
+            if let Some(i) = self
+                .changed
+                .iter()
+                .position(|c| c.variable.eq_ignore_ascii_case(name))
             {
+                // Ours already: its record now says the new value.
+                if let Some(mut rec) = self.records[i].clone() {
+                    rec.set_to = after.clone();
+                    journal::open(&rec)?;
+                    self.copy_to_server(&rec);
+                    self.records[i] = Some(rec);
+                }
                 continue;
             }
             let orig = literal_of_text(before);
-            let lock = cause.split(", ").next().unwrap_or(cause).to_string();
-            let rec = self.journal_change(&server, name, &orig, &literal_of_text(after), &lock)?;
+            let rec = self.journal_change(&server, name, &orig, &literal_of_text(after), cause)?;
             eprintln!(
                 "spinscope: the server moved {name} from {before} to {after} when {cause} changed; it is restored too"
             );
@@ -351,80 +630,91 @@ impl SettingsGuard {
 
     /// Put the server into `variant`'s settings: variables changed earlier and not named by this
     /// variant go back to their original value first. Returns what the server now reports for
-    /// each named variable (MariaDB clamps out-of-range values with a warning).
+    /// each named variable (MariaDB clamps out-of-range values with a warning). Refuses once a
+    /// lock was lost or someone else changed one of the run's variables.
     pub fn apply(&mut self, variant: &Variant) -> Result<Vec<Setting>> {
-        let others: Vec<(String, String)> = self
-            .changed
-            .iter()
-            .filter(|c| !variant.settings.iter().any(|s| s.variable == c.variable))
-            .map(|c| (c.variable.clone(), c.original.clone()))
-            .collect();
-        for (var, orig) in others {
-            self.set(&var, &orig)?;
+        self.check_answering()?;
+        if self.restarted {
+            return Err(Error::runtime(
+                "the server restarted during the run (its start time moved); stopping with the results so far",
+            ));
         }
-        // Every global just before this variant's changes: what moves beyond the named
-        // variables is a side effect of them.
-        let pre = if variant.settings.is_empty() {
-            BTreeMap::new()
-        } else {
-            self.ensure_server()?;
-            self.globals()?
-        };
+        if let Some(l) = &self.lost_lock {
+            return Err(Error::runtime(format!(
+                "the admin connection was lost and another session took the lock {l} meanwhile (another spinscope?); stopping and putting back what is still ours"
+            )));
+        }
+        if let Some(f) = self.disowned.first() {
+            return Err(Error::runtime(format!(
+                "{} was changed by someone else during the run ({} -> {}); the run stops so as not to overwrite it, and leaves it as they set it",
+                f.variable, f.from, f.to
+            )));
+        }
+        let others: Vec<usize> = (0..self.changed.len())
+            .filter(|&i| {
+                let c = &self.changed[i];
+                !variant.settings.iter().any(|s| s.variable == c.variable)
+                    && self.records[i]
+                        .as_ref()
+                        .is_some_and(|r| !journal::same_value(&r.set_to, &c.original))
+            })
+            .collect();
+        for i in others {
+            let orig = self.changed[i].original.clone();
+            self.send(i, &orig)?;
+        }
         let mut now = Vec::new();
         for s in &variant.settings {
             let want = sql_value(&s.value);
             let idx = match self.changed.iter().position(|c| c.variable == s.variable) {
                 Some(i) => i,
-                None => {
-                    let server = self.ensure_server()?;
-                    self.claim(&s.variable, &server)?;
-                    let original = self.read(&s.variable)?;
-                    // Durable record first, then the change.
-                    let rec =
-                        self.journal_change(&server, &s.variable, &original, &want, &s.variable)?;
-                    eprintln!(
-                        "spinscope: changing {} (was {}); it is restored at the end, on error and on a signal (journal: {})",
-                        s.variable,
-                        plain(&original),
-                        journal::dir().map(|d| d.display().to_string()).unwrap_or_default()
-                    );
-                    self.changed.push(Changed {
-                        variable: s.variable.clone(),
-                        original,
-                        restored: false,
-                        note: String::new(),
-                        side_effect: false,
-                    });
-                    self.records.push(Some(rec));
-                    self.changed.len() - 1
-                }
+                None => self.first_change(&s.variable)?,
             };
             self.done = false;
-            self.set(&s.variable, &want)?;
-            let actual = self.read(&s.variable)?;
-            // The server may clamp: the record keeps what it really holds.
-            if let Some(mut rec) = self.records[idx].clone() {
-                if !journal::same_value(&rec.set_to, &actual) {
-                    rec.set_to = plain(&actual);
-                    journal::open(&rec)?;
-                    self.copy_to_server(&rec);
-                    self.records[idx] = Some(rec);
-                }
-            }
+            let actual = self.send(idx, &want)?;
             now.push(Setting {
                 variable: s.variable.clone(),
                 value: plain(&actual),
             });
         }
-        let names: Vec<&str> = variant
-            .settings
-            .iter()
-            .map(|s| s.variable.as_str())
-            .collect();
-        if !names.is_empty() {
-            self.catch_side_effects(&names.join(", "), &pre)?;
-        }
         Ok(now)
+    }
+
+    /// Claim a variable, read its original value, and keep a record for it (written to the
+    /// journal by [`send`](Self::send) before the first statement).
+    fn first_change(&mut self, var: &str) -> Result<usize> {
+        let server = self.ensure_server()?;
+        self.claim(var, &server)?;
+        let original = self.read(var)?;
+        let rec = Record {
+            id: journal::new_id(),
+            server: server.clone(),
+            what: var.to_string(),
+            original: plain(&original),
+            set_to: plain(&original),
+            check_sql: format!("SELECT @@GLOBAL.{var}"),
+            restore_sql: vec![format!("SET GLOBAL {var} = {original}")],
+            holder: journal::me(),
+            opened_unix_s: journal::now_unix(),
+            lock: Some(lock_name(var)),
+            server_copy: self.mirror.clone(),
+            also_ours: Vec::new(),
+            around: BTreeMap::new(),
+        };
+        eprintln!(
+            "spinscope: changing {var} (was {}); it is restored at the end, on error and on a signal (journal: {})",
+            plain(&original),
+            journal::dir().map(|d| d.display().to_string()).unwrap_or_default()
+        );
+        self.changed.push(Changed {
+            variable: var.to_string(),
+            original,
+            restored: false,
+            note: String::new(),
+            side_effect: false,
+        });
+        self.records.push(Some(rec));
+        Ok(self.changed.len() - 1)
     }
 
     /// Set every changed variable back and read it again. Prints one line per variable on
@@ -434,44 +724,17 @@ impl SettingsGuard {
             return self.changed.clone();
         }
         self.done = true;
-        let list: Vec<(String, String)> = self
-            .changed
-            .iter()
-            .map(|c| (c.variable.clone(), c.original.clone()))
-            .collect();
-        for (i, (var, orig)) in list.into_iter().enumerate() {
-            let mut outcome = self.set(&var, &orig).and_then(|_| self.read(&var));
-            if outcome.is_err() {
-                // One reconnect: the server may have dropped our admin connection.
-                self.conn = None;
-                outcome = self.set(&var, &orig).and_then(|_| self.read(&var));
-            }
-            let c = &mut self.changed[i];
-            match outcome {
-                Ok(v) if journal::same_value(&v, &orig) => {
-                    c.restored = true;
-                    c.note = format!("restored {var} = {} (read back)", plain(&orig));
-                    // Read back equal: only now the journal record closes.
-                    if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
-                        journal::close(&rec.id);
-                        if let Some(c) = self.conn.as_mut() {
-                            journal::delete_server_copy(c, &rec);
-                        }
-                    }
-                }
-                Ok(v) => {
-                    c.note = format!(
-                        "could not restore {var}: it reads {} instead of {}; run SET GLOBAL {var} = {orig}",
-                        plain(&v),
-                        plain(&orig)
-                    );
-                }
-                Err(e) => {
-                    c.note =
-                        format!("could not restore {var} ({e}); run SET GLOBAL {var} = {orig}");
-                }
-            }
-            eprintln!("spinscope: {}", c.note);
+        for i in 0..self.changed.len() {
+            let note = self.restore_one(i);
+            self.changed[i].note = note;
+            eprintln!("spinscope: {}", self.changed[i].note);
+        }
+        if self.silent.is_some() {
+            // Nothing more to wait for: the locks go with the connection, the journal keeps
+            // what could not be put back.
+            self.conn = None;
+            self.locks.clear();
+            return self.changed.clone();
         }
         self.report_late_moves();
         let locks = std::mem::take(&mut self.locks);
@@ -481,6 +744,79 @@ impl SettingsGuard {
             }
         }
         self.changed.clone()
+    }
+
+    /// Put `changed[i]` back if the server still holds a value of ours; a value someone else
+    /// set is left and its record closed (it is theirs now). Returns the line to print.
+    fn restore_one(&mut self, i: usize) -> String {
+        if self.restarted {
+            return self.changed[i].note.clone();
+        }
+        let (var, orig) = (
+            self.changed[i].variable.clone(),
+            self.changed[i].original.clone(),
+        );
+        let mut current = self.read(&var);
+        if current.is_err() && self.silent.is_none() {
+            // One reconnect: the server may have dropped our admin connection.
+            self.conn = None;
+            current = self.read(&var);
+        }
+        let current = match current {
+            Ok(v) => v,
+            Err(e) => {
+                return format!("could not restore {var} ({e}); run SET GLOBAL {var} = {orig}")
+            }
+        };
+        let rec = self.records.get(i).cloned().flatten();
+        if !journal::same_value(&current, &orig) {
+            if let Some(r) = rec.as_ref().filter(|r| !r.ours(&current)) {
+                if self.restarted || self.check_restart() {
+                    return self.changed[i].note.clone();
+                }
+                let line = format!(
+                    "left {var} = {}: someone else changed it after spinscope set {} (original {}); not reverted",
+                    plain(&current),
+                    r.set_to,
+                    plain(&orig)
+                );
+                self.close_record(i);
+                return line;
+            }
+            let mut outcome = self.set(&var, &orig).and_then(|_| self.read(&var));
+            if outcome.is_err() && self.silent.is_none() {
+                self.conn = None;
+                outcome = self.set(&var, &orig).and_then(|_| self.read(&var));
+            }
+            match outcome {
+                Ok(v) if journal::same_value(&v, &orig) => {}
+                Ok(v) => {
+                    return format!(
+                        "could not restore {var}: it reads {} instead of {}; run SET GLOBAL {var} = {orig}",
+                        plain(&v),
+                        plain(&orig)
+                    )
+                }
+                Err(e) => {
+                    return format!("could not restore {var} ({e}); run SET GLOBAL {var} = {orig}")
+                }
+            }
+        }
+        // Read back equal: only now the journal record closes.
+        self.changed[i].restored = true;
+        self.close_record(i);
+        format!("restored {var} = {} (read back)", plain(&orig))
+    }
+
+    fn close_record(&mut self, i: usize) {
+        if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
+            // The server's copy first: a kill between the two leaves the local record, which
+            // `restore` closes as already back, never a copy that warns other hosts wrongly.
+            if let Some(c) = self.conn.as_mut() {
+                journal::delete_server_copy(c, &rec);
+            }
+            journal::close(&rec.id);
+        }
     }
 
     /// After restoring: any global still different from the snapshot is reported (not

@@ -262,37 +262,50 @@ impl InstrumentGuard {
             )
             .map_err(err)?;
         g.total = total.unwrap_or(0);
+        let t = total.unwrap_or(0);
+        let consumer_was = g.consumers.first().map_or("YES", |c| c.1.as_str());
+        // The states between the statements of the change and of its restore are spinscope's
+        // too: instruments on with the consumer as it was; the consumer on with the
+        // instruments as they were.
+        let also_ours = vec![
+            format!("{t} of {t} on and timed, global_instrumentation {consumer_was}"),
+            original
+                .rsplit_once(' ')
+                .map(|(head, _)| format!("{head} YES"))
+                .unwrap_or_default(),
+        ];
         let rec = journal::Record {
             id: journal::new_id(),
             server,
             what: INSTRUMENTS_WHAT.into(),
             original,
-            set_to: format!(
-                "{0} of {0} on and timed, global_instrumentation YES",
-                total.unwrap_or(0)
-            ),
+            set_to: format!("{t} of {t} on and timed, global_instrumentation YES"),
             check_sql: STATE_SQL.into(),
             restore_sql: restore_statements(&g.instruments, &g.consumers, g.total),
             holder: journal::me(),
             opened_unix_s: journal::now_unix(),
             lock: Some("spinscope:pfs_wait_synch".into()),
             server_copy: None,
+            also_ours,
+            around: Default::default(),
         };
         // Durable record first, then the change.
         journal::open(&rec)?;
         g.record = Some(rec);
         let c = g.conn.as_mut().expect("guard connection");
-        let r = c
-            .query_drop(
-                "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
-                 WHERE NAME LIKE 'wait/synch/%'",
-            )
-            .and_then(|_| {
-                c.query_drop(
-                    "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' \
-                     WHERE NAME = 'global_instrumentation'",
-                )
-            });
+        let r = [
+            "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
+             WHERE NAME LIKE 'wait/synch/%'",
+            "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' \
+             WHERE NAME = 'global_instrumentation'",
+        ]
+        .iter()
+        .try_for_each(|sql| {
+            journal::fault_point(journal::Fault::AfterJournal);
+            c.query_drop(sql)?;
+            journal::fault_point(journal::Fault::AfterStatement);
+            Ok(())
+        });
         match r {
             Ok(()) => Ok(g),
             Err(e) => {

@@ -75,6 +75,10 @@ pub fn run(plan: &SweepPlan, conns: &Connectors, observer: &mut dyn Observer) ->
     // A copy of the change journal in the scratch schema, for spinscope on other hosts.
     guard.mirror_to_schema(&plan.schema);
     guard.validate(&plan.variants)?;
+    if plan.variants.iter().any(|v| !v.settings.is_empty()) {
+        // One tune or settings sweep per server at a time (issue 24).
+        guard.take_run_lock()?;
+    }
     let stop = load::install_stop_flag()?;
     let mut doc = new_doc(plan, version, st.tables, st.table_size);
     let mut probe = ServerProbe::new(Arc::clone(&conns.admin));

@@ -52,15 +52,94 @@ pub fn measure_step(
         observer.applied(&spec.variant.name, s, &want.value);
     }
     let cfg = &spec.config;
+    // Globals read around the load: what moves is someone else's (spinscope changes nothing
+    // during a step); reported, never reverted.
+    let before_step = bench.guard.step_start()?;
+    let n = bench.guard.step_no();
+    for f in &before_step {
+        observer.note(&format!("changed by someone else before step {n}: {f}"));
+    }
+    // The last resort against a server that stops answering where no timeout reaches.
+    let _deadline = crate::interrupt::Deadline::arm(
+        cfg.warmup + cfg.duration + crate::interrupt::step_deadline(),
+        format!(
+            "the server did not answer within {} s after the end of step {n} (stopped or hung?); the results so far are saved",
+            crate::interrupt::step_deadline().as_secs()
+        ),
+    );
     let before = bench.probe.uptime().ok();
     let t_before = Instant::now();
     let o = run_step(cfg, bench.workload, bench.clients, bench.stop)?;
+    let during = bench.guard.step_end();
     let mut around = Around::default();
+    if bench.guard.silent() {
+        // The server stopped answering: no more waits here; the run stops at its next change.
+        around.unreadable = Some("the server stopped answering".into());
+        for s in &applied {
+            around.settings_after.push(Setting {
+                variable: s.variable.clone(),
+                value: "unreadable".into(),
+            });
+        }
+    } else {
+        read_around(bench, &applied, before, t_before, &mut around);
+    }
+    let mut sd = step_doc(
+        cfg.threads,
+        &spec.variant.name,
+        spec.repeat,
+        applied,
+        &o,
+        cfg.rate,
+        around,
+    );
+    match during {
+        Ok(moved) => {
+            for f in &moved {
+                observer.note(&format!("changed by someone else during step {n}: {f}"));
+            }
+            let ours: Vec<String> = moved
+                .iter()
+                .filter(|f| {
+                    spec.variant
+                        .settings
+                        .iter()
+                        .any(|s| s.variable.eq_ignore_ascii_case(&f.variable))
+                })
+                .map(|f| f.to_string())
+                .collect();
+            if !ours.is_empty() {
+                // The precise cause first (the settings check says only that it differs).
+                sd.invalid = Some(format!(
+                    "changed by someone else during the step: {}",
+                    ours.join(", ")
+                ));
+            }
+        }
+        Err(e) => {
+            if sd.invalid.is_none() {
+                sd.invalid = Some(format!(
+                    "the server's variables could not be read after the step: {e}"
+                ));
+            }
+        }
+    }
+    Ok((sd, o))
+}
+
+/// Uptime and the variant's settings read after a step.
+fn read_around(
+    bench: &mut Bench,
+    applied: &[Setting],
+    before: Option<u64>,
+    t_before: Instant,
+    around: &mut Around,
+) {
     match bench.probe.uptime() {
         Ok(after) => around.uptime = before.map(|b| (b, after, t_before.elapsed().as_secs_f64())),
         Err(e) => around.unreadable = Some(format!("Uptime: {e}")),
     }
-    for s in &applied {
+    for s in applied {
         let value = match bench.probe.global(&s.variable) {
             Ok(v) => v,
             Err(e) => {
@@ -73,16 +152,6 @@ pub fn measure_step(
             value,
         });
     }
-    let sd = step_doc(
-        cfg.threads,
-        &spec.variant.name,
-        spec.repeat,
-        applied,
-        &o,
-        cfg.rate,
-        around,
-    );
-    Ok((sd, o))
 }
 
 /// The histogram as HdrHistogram's V2 compressed form, base64 ([`HIST_ENCODING`]).

@@ -135,6 +135,10 @@ pub struct TuneDoc {
     pub interrupted: bool,
     /// What happened to the settings at the end (restored / left set).
     pub settings_after: Vec<String>,
+    /// The failure that ended the race early (a server that stopped answering or restarted);
+    /// the rows hold what was measured until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_because: Option<String>,
 }
 
 pub const METHOD: &str = "racing: every remaining candidate measured once per round in rotated order; after 3 valid repeats a candidate significantly slower than the leader (Welch, 1-0.05/m) leaves; change only when the leader beats the current settings by Welch's interval at 1-0.05/m (Bonferroni over the m candidates) and its mean p99 stays within the limit";
@@ -398,6 +402,7 @@ mod tests {
             applied: false,
             interrupted: false,
             settings_after: vec![],
+            stopped_because: None,
         };
         let text = render(&doc);
         assert!(text.contains("decision: change to defaults"), "{text}");

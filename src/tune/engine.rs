@@ -279,9 +279,12 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     let (model, cpu_label, model_target) = model_advice(&info, &current, plan, target)?;
     let cands = generate(&info, current, model, plan.max_candidates);
     let variants: Vec<Variant> = cands.iter().map(|c| variant(&info, &current, c)).collect();
+    crate::interrupt::set_query_timeout(target.query_timeout);
     let mut guard = SettingsGuard::new(Arc::clone(&admin_connect));
     guard.mirror_to_schema(&plan.schema);
     guard.validate(&variants)?;
+    // One tune or settings sweep per server at a time (issue 24).
+    guard.take_run_lock()?;
     let stop = load::install_stop_flag()?;
     let started = Instant::now();
     let mut probe = ServerProbe::new(Arc::clone(&admin_connect));
@@ -366,7 +369,10 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
     } else {
         guard.restore().into_iter().map(|c| c.note).collect()
     };
-    outcome?;
+    // A failure mid-race (the server stopped answering, restarted, a lock was lost) still
+    // returns what was measured, settings restored, with the reason.
+    let stopped_because = outcome.err().map(|e| e.to_string());
+    let interrupted = interrupted || stopped_because.is_some();
     let leader = decision.leader;
     let ranked = rows(&race, &cands, leader);
     let (rank, vs_best) = model_rank(&ranked, model);
@@ -403,6 +409,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         applied,
         interrupted,
         settings_after: after,
+        stopped_because,
     })
 }
 
