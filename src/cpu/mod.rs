@@ -180,7 +180,8 @@ pub struct HintMeasurement {
     #[serde(default)]
     pub attempts: usize,
     /// The core clock in GHz at which the figure holds (the fast clock of the groups, timed
-    /// with a chain of dependent adds), and how far the groups' clocks spread (percent).
+    /// with a chain of dependent adds), and how far the groups' clocks spread (p90 over p10 of
+    /// the groups, percent).
     #[serde(default)]
     pub core_ghz: Option<f64>,
     #[serde(default)]

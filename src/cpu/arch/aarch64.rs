@@ -114,15 +114,17 @@ fn yield_batch(iters: u32) -> u64 {
 #[inline(never)]
 pub fn add_chain_ticks(iters: u32) -> u64 {
     let mut x: u64 = 0;
+    let one: u64 = std::hint::black_box(1);
     let t0 = ts_begin();
     for _ in 0..iters {
         // SAFETY: register-only arithmetic.
         unsafe {
             asm!(
                 ".rept 64",
-                "add {x}, {x}, #1",
+                "add {x}, {x}, {one}",
                 ".endr",
                 x = inout(reg) x,
+                one = in(reg) one,
                 options(nomem, nostack, preserves_flags)
             )
         }
