@@ -6,8 +6,9 @@
 //!   clock moves, as it does between a probe and a measurement taken before or after it).
 //!
 //! Both in percent of the series median. Evidence for docs/PERFORMANCE.md. Usage:
-//! `cargo run --release --example probe_batches [BATCHES [WARMUP_MS]]` (defaults 20000, about
-//! 0.4 s, and the probe's 15 ms). The first ten blocks of 100 batches (2 ms each) are printed
+//! `cargo run --release --example probe_batches [BATCHES [WARMUP_MS [BATCH_NS [GAP_NS]]]]`
+//! (defaults 20000, the probe's 15 ms, 20 us batches as before issue 25 and the probe's gap;
+//! `20000 15 1000` times the probe's present 1 us batches). The first ten blocks of 100 batches (2 ms each) are printed
 //! too, to see what the warm-up removes.
 
 use spinscope::cpu::{arch, calc, measure};
@@ -31,6 +32,14 @@ fn main() {
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(15.0);
+    let batch_ns: f64 = std::env::args()
+        .nth(3)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000.0);
+    let gap_ns: f64 = std::env::args()
+        .nth(4)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(measure::BATCH_GAP_NS);
     let Some((ghz, _)) = measure::calibrate(std::time::Duration::from_millis(3)) else {
         eprintln!("probe_batches: cannot calibrate the counter");
         std::process::exit(3);
@@ -39,8 +48,13 @@ fn main() {
         let _ = measure::pin_to(cpu);
     }
     let hint = arch::primary_hint();
-    let Some(s) = measure::time_hint(hint, total, 20_000.0 * ghz, (warmup_ms * 1e6 * ghz) as u64)
-    else {
+    let Some(s) = measure::time_hint(
+        hint,
+        total,
+        batch_ns * ghz,
+        (warmup_ms * 1e6 * ghz) as u64,
+        (gap_ns * ghz) as u64,
+    ) else {
         eprintln!("probe_batches: timing spin hints is not supported here");
         std::process::exit(3);
     };

@@ -18,7 +18,7 @@ fn main() {
         let _ = measure::pin_to(cpu);
     }
     let hint = arch::primary_hint();
-    let Some(s) = measure::time_hint(hint, n, 20_000.0 * ghz, (30e6 * ghz) as u64) else {
+    let Some(s) = measure::time_hint(hint, n, 20_000.0 * ghz, (30e6 * ghz) as u64, 0) else {
         eprintln!("probe_drift: timing spin hints is not supported here");
         std::process::exit(3);
     };

@@ -6,9 +6,13 @@
 //! step's `tps`, the number the table shows). Windows inside one run share that run's drift
 //! (buffer pool state, purge lag, the neighbour on the host), so they are not independent and
 //! are only averaged, never counted as observations. B is compared with A by Welch's t-test on
-//! the per-repeat throughputs: the 95% two-sided interval of `mean B - mean A` is
+//! the logarithms of the per-repeat throughputs (throughput noise is multiplicative, and a
+//! ratio cannot fall below zero): the 95% two-sided interval of `mean ln B - mean ln A` is
 //! `d +- t(0.975, df) * sqrt(sA^2/nA + sB^2/nB)` with Welch-Satterthwaite degrees of freedom,
-//! reported relative to mean A. The difference is significant when the interval excludes 0.
+//! reported as the ratio B/A minus 1 in percent (`exp(d) - 1`, the geometric means' ratio), so
+//! the interval never goes below -100%. The difference is significant when the interval
+//! excludes 0. An interval that does not exclude 0 and spans more than a factor of
+//! [`MAX_INCONCLUSIVE_SPAN`] (about +-20%) is "too little data", not "no difference".
 //!
 //! Minimum data (below it the verdict is the words "too little data for a verdict", never an
 //! interval): [`MIN_REPEATS`] repeats per variant (two repeats give one degree of freedom and
@@ -31,14 +35,18 @@ pub const MIN_REPEATS: usize = 3;
 pub const MIN_WINDOWS: usize = 4;
 
 /// The method in one sentence, for reports.
-pub const METHOD: &str = "Welch's t-test on the per-repeat mean throughput (each repeat one observation), 95% two-sided interval of the difference relative to the baseline; a verdict needs at least 3 repeats per variant of at least 2 s (4 windows of 0.5 s) each";
+pub const METHOD: &str = "Welch's t-test on the logarithm of the per-repeat mean throughput (each repeat one observation), 95% two-sided interval of the ratio to the baseline (never below -100%); a verdict needs at least 3 repeats per variant of at least 2 s (4 windows of 0.5 s) each, and \"no significant difference\" an interval no wider than a factor of 1.5";
+
+/// Widest interval (high ratio over low ratio) that may be called "no significant
+/// difference"; a wider one that includes zero is too little data.
+pub const MAX_INCONCLUSIVE_SPAN: f64 = 1.5;
 
 /// The outcome of comparing B against A.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub mean_a: f64,
     pub mean_b: f64,
-    /// (B - A) / A in percent.
+    /// B / A - 1 in percent, by the geometric means of the repeats (the interval's centre).
     pub diff_pct: f64,
     /// 95% confidence interval of `diff_pct`.
     pub ci_low_pct: f64,
@@ -53,6 +61,51 @@ pub struct Verdict {
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Welch's interval of `mean ln b - mean ln a` at two-sided confidence `conf`, as percentages
+/// of the ratio b/a: (centre, low, high), each `100 * (exp(x) - 1)`, so never below -100.
+/// None with fewer than two values a side, a value that is not positive, or no spread.
+pub fn log_ratio_interval(a: &[f64], b: &[f64], conf: f64) -> Option<(f64, f64, f64)> {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|x| !(*x > 0.0 && x.is_finite())) {
+        return None;
+    }
+    let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
+    let lb: Vec<f64> = b.iter().map(|x| x.ln()).collect();
+    let (na, nb) = (la.len() as f64, lb.len() as f64);
+    let (qa, qb) = (var(&la) / na, var(&lb) / nb);
+    let se = (qa + qb).sqrt();
+    if !(se > 0.0 && se.is_finite()) {
+        return None;
+    }
+    let df = (qa + qb).powi(2) / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
+    let t = t_quantile(1.0 - (1.0 - conf) / 2.0, df);
+    let d = mean(&lb) - mean(&la);
+    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+    Some((pct(d), pct(d - t * se), pct(d + t * se)))
+}
+
+/// The paired interval of `mean(ln b_i - ln a_i)` (a one-sample t interval of the differences;
+/// pairs measured side by side share their drift, which cancels), as percentages of the ratio
+/// b/a: (centre, low, high), never below -100. None with fewer than two pairs, a value that is
+/// not positive, or no spread.
+pub fn paired_log_ratio_interval(pairs: &[(f64, f64)], conf: f64) -> Option<(f64, f64, f64)> {
+    if pairs.len() < 2
+        || pairs
+            .iter()
+            .any(|(a, b)| !(*a > 0.0 && *b > 0.0 && a.is_finite() && b.is_finite()))
+    {
+        return None;
+    }
+    let d: Vec<f64> = pairs.iter().map(|(a, b)| b.ln() - a.ln()).collect();
+    let se = (var(&d) / d.len() as f64).sqrt();
+    if !(se > 0.0 && se.is_finite()) {
+        return None;
+    }
+    let t = t_quantile(1.0 - (1.0 - conf) / 2.0, d.len() as f64 - 1.0);
+    let m = mean(&d);
+    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+    Some((pct(m), pct(m - t * se), pct(m + t * se)))
 }
 
 fn var(v: &[f64]) -> f64 {
@@ -207,26 +260,34 @@ pub fn compare(a: &[Vec<f64>], b: &[Vec<f64>]) -> Result<Verdict, String> {
     let xa = repeat_means(a, "the baseline")?;
     let xb = repeat_means(b, "the variant")?;
     let (ma, mb) = (mean(&xa), mean(&xb));
-    if ma <= 0.0 || !ma.is_finite() || !mb.is_finite() {
+    if xa.iter().chain(&xb).any(|x| !(*x > 0.0 && x.is_finite())) {
         return Err(format!(
-            "{TOO_LITTLE_DATA}: the baseline measured no throughput"
+            "{TOO_LITTLE_DATA}: a repeat measured no throughput"
         ));
     }
-    let (na, nb) = (xa.len() as f64, xb.len() as f64);
-    let (qa, qb) = (var(&xa) / na, var(&xb) / nb);
-    let se = (qa + qb).sqrt();
-    if se <= 0.0 || !se.is_finite() {
+    let Some(iv) = log_ratio_interval(&xa, &xb, 0.95) else {
         return Err(format!(
             "{TOO_LITTLE_DATA}: the repeats are identical, so the noise cannot be estimated"
         ));
-    }
-    let df = (qa + qb).powi(2) / (qa * qa / (na - 1.0) + qb * qb / (nb - 1.0));
-    let t = t_quantile(0.975, df);
-    let d = mb - ma;
-    let (lo, hi) = ((d - t * se) / ma * 100.0, (d + t * se) / ma * 100.0);
-    let diff_pct = d / ma * 100.0;
+    };
+    let (diff_pct, lo, hi) = (iv.0, iv.1, iv.2);
     let significant = lo > 0.0 || hi < 0.0;
     let ci = format!("95% CI {lo:+.1}% .. {hi:+.1}%");
+    if !significant && (100.0 + hi) > MAX_INCONCLUSIVE_SPAN * (100.0 + lo) {
+        return Ok(Verdict {
+            mean_a: ma,
+            mean_b: mb,
+            diff_pct,
+            ci_low_pct: lo,
+            ci_high_pct: hi,
+            significant,
+            n_a: xa.len(),
+            n_b: xb.len(),
+            text: format!(
+                "{TOO_LITTLE_DATA}: {diff_pct:+.1}%, {ci} spans more than a factor of {MAX_INCONCLUSIVE_SPAN} (more repeats, or a quieter host)"
+            ),
+        });
+    }
     let text = if significant {
         format!(
             "{} by {:.1}% ({ci})",
@@ -295,7 +356,12 @@ mod tests {
             if v.significant {
                 fp += 1;
             } else {
-                assert!(v.text.starts_with(NO_SIGNIFICANT_DIFFERENCE), "{}", v.text);
+                assert!(
+                    v.text.starts_with(NO_SIGNIFICANT_DIFFERENCE)
+                        || v.text.starts_with(TOO_LITTLE_DATA),
+                    "{}",
+                    v.text
+                );
             }
         }
         fp as f64 / trials as f64
@@ -365,6 +431,51 @@ mod tests {
         assert!(compare(&[], &[vec![1.0; 4]]).is_err());
     }
 
+    /// The issue's case: throughput so noisy that a linear interval went below -100%
+    /// ("+6.1%, 95% CI -290.8% .. +302.9%"). On the log scale it cannot, and it is too little
+    /// data rather than "no difference".
+    #[test]
+    fn intervals_never_go_below_minus_100_percent_and_wide_ones_are_too_little_data() {
+        let a = vec![vec![100.0; 4], vec![900.0; 4], vec![20.0; 4]];
+        let b = vec![vec![80.0; 4], vec![1200.0; 4], vec![30.0; 4]];
+        let v = compare(&a, &b).unwrap();
+        assert!(v.ci_low_pct > -100.0, "{v:?}");
+        assert!(
+            !v.significant && v.text.starts_with(TOO_LITTLE_DATA),
+            "{}",
+            v.text
+        );
+        // A tight A/A is "no significant difference".
+        let a = vec![vec![100.0; 4], vec![101.0; 4], vec![99.0; 4]];
+        let b = vec![vec![100.5; 4], vec![99.5; 4], vec![100.0; 4]];
+        let v = compare(&a, &b).unwrap();
+        assert!(v.text.starts_with(NO_SIGNIFICANT_DIFFERENCE), "{}", v.text);
+        // A non-positive repeat is not a throughput.
+        let z = vec![vec![0.0; 4], vec![1.0; 4], vec![2.0; 4]];
+        assert!(compare(&z, &z).unwrap_err().starts_with(TOO_LITTLE_DATA));
+    }
+
+    #[test]
+    fn paired_differences_cancel_a_shared_drift() {
+        // A drifts over a factor of 3; B is 10% above A in every pair, +-1%.
+        let pairs: Vec<(f64, f64)> = [1.0, 1.5, 2.0, 2.5, 3.0]
+            .iter()
+            .zip([1.01, 0.99, 1.0, 1.005, 0.995])
+            .map(|(f, e)| (1000.0 * f, 1100.0 * f * e))
+            .collect();
+        let (c, lo, hi) = paired_log_ratio_interval(&pairs, 0.95).unwrap();
+        assert!(
+            (c - 10.0).abs() < 0.5 && lo > 8.0 && hi < 12.0,
+            "{c} {lo} {hi}"
+        );
+        // Unpaired, the same data cannot tell.
+        let (a, b): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+        let (_, lo, _) = log_ratio_interval(&a, &b, 0.95).unwrap();
+        assert!(lo < 0.0 && lo > -100.0, "{lo}");
+        assert!(paired_log_ratio_interval(&pairs[..1], 0.95).is_none());
+        assert!(paired_log_ratio_interval(&[(1.0, 2.0), (0.0, 1.0)], 0.95).is_none());
+    }
+
     #[test]
     fn clearly_shifted_distributions_are_significant() {
         let mut rng = SmallRng::seed_from_u64(11);
@@ -394,6 +505,7 @@ mod tests {
             .collect();
         let v = compare(&a, &b).unwrap();
         assert!((v.diff_pct + 10.0).abs() < 1e-9, "{v:?}");
+        assert!(v.ci_low_pct > -100.0);
         let table_a: f64 = a.iter().map(|g| mean(g)).sum::<f64>() / a.len() as f64;
         assert!((v.mean_a - table_a).abs() < 1e-9);
         assert!(v.significant && v.ci_low_pct < -10.0 && v.ci_high_pct > -10.0);

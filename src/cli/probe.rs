@@ -8,10 +8,15 @@ use crate::error::{Error, Result};
 use crate::report::{fmt_ns, fmt_num};
 
 const AFTER_HELP: &str = "\
-Method: many short batches of unrolled spin hints (x86 PAUSE; aarch64 ISB and YIELD), each
-between two serialized counter reads; the counter (TSC / CNTVCT) is calibrated against
-CLOCK_MONOTONIC_RAW; the timer's own cost is subtracted; min, median and spread (IQR) over
-the batches are reported. Core cycles per hint come from the hardware cycle counter
+Method: many short batches (about 1 us) of unrolled spin hints (x86 PAUSE; aarch64 ISB and
+YIELD), each between two serialized counter reads and followed by a short gap of plain work
+(so a hypervisor does not take them for a pause loop); the counter (TSC / CNTVCT) is
+calibrated against CLOCK_MONOTONIC_RAW over 9 short windows; the timer's own cost is
+subtracted. Batches run in groups; a group in which the thread was switched out or moved is
+measured again. The figure is the lower quartile of the groups' medians (contention only adds
+time); when the groups spread more than 10%, or disagree with MariaDB's own short
+measurement, the series is repeated (3 at most) and otherwise the probe says the host is too
+busy: no figure, valid = false with invalid_reason in the JSON, exit code 3. Core cycles per hint come from the hardware cycle counter
 (perf_event_open) where one can be read, and are reported as unavailable otherwise.
 
 Examples:
@@ -83,6 +88,16 @@ pub fn run(a: ProbeArgs) -> Result<i32> {
         if let Some(path) = &a.save {
             println!("saved to {}", path.display());
         }
+    }
+    if !report.valid {
+        eprintln!(
+            "spinscope probe: no figure: {}",
+            report
+                .invalid_reason
+                .as_deref()
+                .unwrap_or("the host is too busy")
+        );
+        return Ok(crate::error::EXIT_RUNTIME);
     }
     Ok(crate::error::EXIT_OK)
 }
@@ -192,11 +207,12 @@ pub fn render(r: &ProbeReport) -> String {
         "hint",
         "sibling",
         "batches",
+        "groups kept/redone",
         "ticks/hint min",
         "median",
-        "spread",
-        "ns/hint min",
-        "median",
+        "figure",
+        "group spread",
+        "ns/hint figure",
         "cycles/hint",
     ]);
     for m in &r.measurements {
@@ -206,16 +222,35 @@ pub fn render(r: &ProbeReport) -> String {
             m.smt_sibling_busy
                 .map_or("idle".into(), |s| format!("{s} busy")),
             format!("{}x{}", m.batches, m.hints_per_batch),
+            format!("{}/{}", m.groups, m.disturbed_groups),
             fmt_num(m.ticks_per_hint.min),
             fmt_num(m.ticks_per_hint.median),
-            format!("{}%", fmt_num(m.ticks_per_hint.iqr_pct)),
-            fmt_num(m.ns_per_hint.min),
-            fmt_num(m.ns_per_hint.median),
+            fmt_num(m.figure_ticks()),
+            m.group_spread_pct
+                .map_or("-".into(), |g| format!("{}%", fmt_num(g))),
+            fmt_num(m.figure_ns()),
             m.core_cycles_per_hint.map_or("unavailable".into(), fmt_num),
         ]);
     }
     out += &format!("{tab}\n\n");
     let s = &r.summary;
+    if !r.valid {
+        out +=
+            &format!(
+            "no figure: {}.\nprobe again when the host is quieter (load average {}, steal {}), \
+             or use a probe saved on a quiet host (`spin --probe FILE`).\n",
+            r.invalid_reason.as_deref().unwrap_or("the host is too busy"),
+            r.load.loadavg_1m.map_or("-".into(), fmt_num),
+            r.load
+                .steal_pct
+                .map_or("-".into(), |p| format!("{}%", fmt_num(p)))
+        );
+        for n in &r.notes {
+            out += &format!("note: {n}\n");
+        }
+        out += &format!("probe took {} ms\n", fmt_num(r.elapsed_ms));
+        return out;
+    }
     out += &format!(
         "one {} here takes {} ({} {} ticks{}): {}x the {} baseline of {} per hint.\n",
         s.hint.name().to_uppercase(),

@@ -146,6 +146,140 @@ pub fn mariadb_rule(trials: &[(u64, u64)]) -> MariadbRule {
     }
 }
 
+/// (steal, total) jiffies from the aggregate `cpu` line of /proc/stat; None when it is
+/// missing or malformed (kernels before 2.6.11 have no steal column: 0 then).
+pub fn parse_proc_stat_steal(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already
+    // counted in user and nice.
+    let total: u64 = v.iter().take(8).sum();
+    Some((v.get(7).copied().unwrap_or(0), total))
+}
+
+/// The probe's figure from the medians of its groups of batches: the lower quartile of the
+/// group medians (contention only adds time, so the low groups are the core's own figure, and
+/// the quartile rather than the minimum keeps one lucky group from deciding), and the spread
+/// of the groups as (p75 - p25) / p25 in percent: how far the host moved the figure.
+pub fn robust_estimate(group_medians: &[f64]) -> Option<(f64, f64)> {
+    let s = summarize(group_medians)?;
+    (s.p25 > 0.0).then(|| (s.p25, (s.p75 - s.p25) / s.p25 * 100.0))
+}
+
+/// The figure of groups timed with their core clock (see `measure::Series::group_clocks`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupFigure {
+    /// Ticks per hint at the core's own clock.
+    pub ticks: f64,
+    /// Spread of the groups in core cycles (or in ticks without clocks), percent.
+    pub spread_pct: f64,
+    /// Core cycles per hint, and the fast clock in core cycles per tick, where it was timed.
+    pub cycles: Option<f64>,
+    pub cycles_per_tick: Option<f64>,
+    /// Spread of the groups' clocks, (p90 - p10) / p10 percent.
+    pub clock_spread_pct: Option<f64>,
+}
+
+/// The figure from group medians (ticks per hint) and the clock of each group (core cycles
+/// per tick). A hint costs a fixed number of core cycles while the core clock moves (a busy
+/// SMT sibling on the host, a power or AVX limit), so each group's median is taken to cycles,
+/// the lower quartile of those is the figure (contention only adds cycles), and it goes back
+/// to ticks at the fast clock of the probe (the 90th percentile of the groups' clocks: a tenth
+/// of the groups at the core's own clock is enough). Without a clock for
+/// every group: [`robust_estimate`] of the ticks.
+pub fn group_figure(group_medians: &[f64], clocks: &[f64]) -> Option<GroupFigure> {
+    let timed = clocks.len() == group_medians.len()
+        && !clocks.is_empty()
+        && clocks.iter().all(|c| c.is_finite() && *c > 0.0);
+    if !timed {
+        let (ticks, spread_pct) = robust_estimate(group_medians)?;
+        return Some(GroupFigure {
+            ticks,
+            spread_pct,
+            cycles: None,
+            cycles_per_tick: None,
+            clock_spread_pct: None,
+        });
+    }
+    let cycles: Vec<f64> = group_medians
+        .iter()
+        .zip(clocks)
+        .map(|(m, c)| m * c)
+        .collect();
+    let (cyc, spread_pct) = robust_estimate(&cycles)?;
+    let mut sorted = clocks.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let fast = crate::analysis::stats::quantile_sorted(&sorted, 0.9);
+    let slow = crate::analysis::stats::quantile_sorted(&sorted, 0.1);
+    Some(GroupFigure {
+        ticks: cyc / fast,
+        spread_pct,
+        cycles: Some(cyc),
+        cycles_per_tick: Some(fast),
+        clock_spread_pct: Some((fast - slow) / slow * 100.0),
+    })
+}
+
+/// Per-hint medians of each group of batches (overhead subtracted).
+pub fn group_medians(groups: &[Vec<u64>], overhead_ticks: f64, hints: u64) -> Vec<f64> {
+    groups
+        .iter()
+        .filter_map(|g| summarize(&per_hint(g, overhead_ticks, hints)).map(|s| s.median))
+        .collect()
+}
+
+/// The widest spread of group medians a probe figure may have, percent: the target is every
+/// run within 10% of the quiet figure, and the figure is the groups' lower quartile.
+pub const MAX_GROUP_SPREAD_PCT: f64 = 10.0;
+/// Fewest undisturbed groups a figure needs.
+pub const MIN_GROUPS: usize = 5;
+/// How far MariaDB's own short measurement (16 PAUSEs between plain counter reads, too short
+/// for a pause-loop exit) may sit from the probe's figure: it carries two unserialized reads
+/// (about +1-2 ticks per PAUSE) and reorders a little, so a small gap is normal; a wide one
+/// means the host stretched one of the two.
+pub const MARIADB_AGREEMENT: (f64, f64) = (0.7, 1.4);
+
+/// Whether a series' figure stands: Err names why the host is too busy for it.
+pub fn judge(
+    clean_groups: usize,
+    wanted_groups: usize,
+    spread_pct: f64,
+    estimate_ticks: f64,
+    mariadb_ticks: Option<f64>,
+) -> Result<(), String> {
+    if clean_groups < MIN_GROUPS.min(wanted_groups.max(1)) {
+        return Err(format!(
+            "only {clean_groups} of {wanted_groups} groups of batches ran without a context              switch (the CPU is shared with other work)"
+        ));
+    }
+    if spread_pct.is_nan() || spread_pct > MAX_GROUP_SPREAD_PCT {
+        return Err(format!(
+            "the groups of batches spread {}% (limit {}%): other work on this CPU or its host              stretched the hints",
+            crate::units::fmt_num(spread_pct),
+            MAX_GROUP_SPREAD_PCT
+        ));
+    }
+    if let Some(m) = mariadb_ticks.filter(|m| *m > 0.0 && estimate_ticks > 0.0) {
+        let r = m / estimate_ticks;
+        if !(MARIADB_AGREEMENT.0..=MARIADB_AGREEMENT.1).contains(&r) {
+            return Err(format!(
+                "the batches give {} ticks per hint but MariaDB's short measurement {} (x{}):                  the host stretched one of them",
+                crate::units::fmt_num(estimate_ticks),
+                crate::units::fmt_num(m),
+                crate::units::fmt_num(r)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Spread between CPUs' medians as a percentage of the smallest (hybrid CPUs differ by core
 /// type); None for fewer than two.
 pub fn spread_pct(medians: &[f64]) -> Option<f64> {
@@ -236,6 +370,74 @@ mod tests {
         let none = mariadb_rule(&[]);
         assert!(!none.applies);
         assert_eq!(none.multiplier, 200);
+    }
+
+    #[test]
+    fn steal_from_proc_stat() {
+        let t = "cpu  100 5 50 800 10 0 5 30 7 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        assert_eq!(parse_proc_stat_steal(t), Some((30, 1000)));
+        assert_eq!(parse_proc_stat_steal("cpu  1 2 3 4\n"), Some((0, 10)));
+        assert_eq!(parse_proc_stat_steal("cpu  1 x 3 4\n"), None);
+        assert_eq!(parse_proc_stat_steal("intr 5\n"), None);
+    }
+
+    #[test]
+    fn the_estimate_sees_through_groups_stretched_by_contention() {
+        // 12 groups at the core's 28 ticks, 8 stretched by a busy host: the lower quartile
+        // stays at the core's figure, and the spread says how far the host moved the rest.
+        let mut g = vec![28.0; 12];
+        g.extend([56.0, 60.0, 58.0, 90.0, 57.0, 59.0, 61.0, 70.0]);
+        let (est, spread) = robust_estimate(&g).unwrap();
+        assert_eq!(est, 28.0);
+        assert!(spread > 50.0, "{spread}");
+        assert!(judge(20, 20, spread, est, Some(30.0)).is_err());
+        let (est, spread) = robust_estimate(&[28.0, 28.2, 28.1, 28.4, 28.0, 28.3]).unwrap();
+        assert!(
+            (28.0..28.2).contains(&est) && spread < 1.0,
+            "{est} {spread}"
+        );
+        assert!(judge(6, 6, spread, est, Some(30.4)).is_ok());
+        assert!(robust_estimate(&[]).is_none());
+    }
+
+    #[test]
+    fn judge_refuses_too_few_groups_and_a_disagreeing_short_measurement() {
+        assert!(judge(2, 40, 1.0, 28.0, None)
+            .unwrap_err()
+            .contains("2 of 40"));
+        // The case: 117 ticks from the batches, 56.88 from MariaDB's measurement.
+        let e = judge(40, 40, 3.0, 117.0, Some(56.88)).unwrap_err();
+        assert!(e.contains("MariaDB"), "{e}");
+        assert!(judge(40, 40, 3.0, 28.14, Some(30.38)).is_ok());
+        assert!(judge(2, 2, 1.0, 28.0, None).is_ok());
+        assert!(judge(40, 40, f64::NAN, 28.0, None).is_err());
+    }
+
+    #[test]
+    fn a_slower_core_clock_in_some_groups_does_not_move_the_figure() {
+        // 40 cycles per PAUSE at 1.43 cycles per tick (28 ticks); 80% of the groups ran while
+        // the clock fell to 1.06 cycles per tick (37.8 ticks), as measured here under stress-ng.
+        let mut med = vec![28.0; 4];
+        let mut clk = vec![1.43; 4];
+        med.extend(vec![37.8; 16]);
+        clk.extend(vec![1.06; 16]);
+        let f = group_figure(&med, &clk).unwrap();
+        assert!((f.ticks - 28.0).abs() < 0.3, "{f:?}");
+        assert!(f.spread_pct < 2.0, "{f:?}");
+        assert!(f.clock_spread_pct.unwrap() > 30.0, "{f:?}");
+        assert!((f.cycles.unwrap() - 40.0).abs() < 0.5, "{f:?}");
+        // Ticks alone put the lower quartile in the slow spell.
+        assert!(robust_estimate(&med).unwrap().0 > 37.0);
+        // Without clocks: the ticks' estimate.
+        let f = group_figure(&med, &[]).unwrap();
+        assert_eq!(f.cycles, None);
+        assert!(group_figure(&[], &[]).is_none());
+    }
+
+    #[test]
+    fn group_medians_subtract_overhead() {
+        let g = vec![vec![1040, 1040, 5000], vec![2064, 2064, 2064]];
+        assert_eq!(group_medians(&g, 16.0, 32), vec![32.0, 64.0]);
     }
 
     #[test]

@@ -38,14 +38,36 @@ fn paired_reading(tries: usize) -> Option<(u64, u64)> {
     best.map(|(_, ns, t)| (ns, t))
 }
 
-/// The counter rate in GHz: ticks over CLOCK_MONOTONIC_RAW across `window`, best of 3 windows
-/// by median. Returns (GHz, total calibration time in ms). Windows of 2 ms or less are spun on
-/// the clock rather than slept: on a busy machine a 1 ms sleep wakes 2-3 ms late, and the
-/// tight bracket of the paired reads already makes 1 ms accurate to about 1e-4.
+/// Context switches of the calling thread so far (voluntary + involuntary, getrusage
+/// RUSAGE_THREAD): a change across a timed stretch means the thread left its CPU inside it.
+pub fn thread_switches() -> Option<u64> {
+    // SAFETY: a zeroed rusage is a valid out-buffer; the kernel fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage for the duration of the call.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (rc == 0).then(|| (ru.ru_nvcsw + ru.ru_nivcsw) as u64)
+}
+
+/// (steal, total) jiffies of the whole machine from /proc/stat, for the steal share across a
+/// measurement (time a hypervisor ran something else on our vCPUs).
+pub fn steal_jiffies() -> Option<(u64, u64)> {
+    calc::parse_proc_stat_steal(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Calibration windows taken; the median of those without a context switch is the rate.
+pub const CALIBRATION_WINDOWS: usize = 9;
+
+/// The counter rate in GHz: ticks over CLOCK_MONOTONIC_RAW across `window`, the median of
+/// [`CALIBRATION_WINDOWS`] windows, leaving out windows in which this thread was switched out
+/// (a window that straddles a preemption measures the same two clocks, but a stale pair of
+/// readings does not). Returns (GHz, total calibration time in ms). Windows of 2 ms or less
+/// are spun on the clock rather than slept: on a busy machine a 1 ms sleep wakes 2-3 ms late,
+/// and the tight bracket of the paired reads already makes 1 ms accurate to about 1e-4.
 pub fn calibrate(window: Duration) -> Option<(f64, f64)> {
     let start = mono_raw_ns()?;
-    let mut rates = Vec::new();
-    for _ in 0..3 {
+    let (mut clean, mut all) = (Vec::new(), Vec::new());
+    for _ in 0..CALIBRATION_WINDOWS {
+        let sw0 = thread_switches();
         let (n0, t0) = paired_reading(8)?;
         if window <= Duration::from_millis(2) {
             let end = n0 + window.as_nanos() as u64;
@@ -56,30 +78,78 @@ pub fn calibrate(window: Duration) -> Option<(f64, f64)> {
             std::thread::sleep(window);
         }
         let (n1, t1) = paired_reading(8)?;
+        let undisturbed = sw0.is_some() && sw0 == thread_switches();
         if let Some(g) = calc::ghz(n0, t0, n1, t1) {
-            rates.push(g);
+            all.push(g);
+            if undisturbed || window > Duration::from_millis(2) {
+                clean.push(g);
+            }
         }
     }
     let end = mono_raw_ns()?;
-    let s = crate::analysis::stats::summarize(&rates)?;
+    let pick = if clean.len() >= 3 { &clean } else { &all };
+    let s = crate::analysis::stats::summarize(pick)?;
     Some((s.median, (end - start) as f64 / 1e6))
 }
 
 /// Raw tick counts of one series: the empty-batch overhead samples, the batch size chosen and
-/// the timed batches.
+/// the timed batches in groups; only groups in which this thread kept its CPU are kept.
 pub struct Series {
     pub overhead: Vec<u64>,
     pub iters: u32,
+    /// The batches of the kept groups, in order.
     pub batches: Vec<u64>,
+    /// The kept groups (consecutive batches with no context switch or migration inside).
+    pub groups: Vec<Vec<u64>>,
+    /// Groups measured again because a context switch or a migration landed inside them.
+    pub disturbed_groups: usize,
+    /// Core cycles per counter tick during each kept group (a chain of dependent adds timed
+    /// after its batches): the core clock over the counter rate.
+    pub group_clocks: Vec<f64>,
 }
 
-/// Time `batches` batches of `hint`, each sized to about `target_ticks`, after spinning for
-/// `warmup_ticks` first.
+/// Batches per group: about 20 groups per series, 5 to 50 batches each.
+pub fn group_size(batches: usize) -> usize {
+    (batches / 20).clamp(5, 50)
+}
+
+/// Non-hint work after every batch, in ns. A hypervisor with pause-loop exiting (Intel PLE,
+/// AMD pause filter) sees back-to-back PAUSEs spanning more than its window (4096 cycles by
+/// default in KVM) as a spinning vCPU and exits to the host, which may run another vCPU
+/// first; a gap longer than the PLE gap (128 cycles) between short batches ends the loop as
+/// the hardware counts it, so the batches time the core, not the host's scheduler.
+pub const BATCH_GAP_NS: f64 = 200.0;
+
+/// A pause between groups: the groups sample about 40 ms instead of 3, so a spell of a
+/// slower core clock (a busy SMT sibling on the host, a power limit; seen here lasting
+/// 100-200 ms) leaves some groups at the core's own clock.
+pub const GROUP_PAUSE: Duration = Duration::from_micros(800);
+
+/// Core cycles per tick from a timed add chain, the reads' cost subtracted.
+fn chain_clock(iters: u32, overhead_ticks: f64) -> Option<f64> {
+    let t = arch::add_chain_ticks(iters)? as f64 - overhead_ticks;
+    let adds = iters as f64 * arch::ADD_CHAIN_UNROLL as f64;
+    (t > 0.0).then(|| adds / t)
+}
+
+/// One batch followed by the gap of plain work.
+fn batch_with_gap(hint: Hint, iters: u32, gap_ticks: u64) -> Option<u64> {
+    let t = arch::timed_batch(hint, iters)?;
+    let g0 = arch::ticks_fast();
+    while arch::ticks_fast().wrapping_sub(g0) < gap_ticks {}
+    Some(t)
+}
+
+/// Time about `batches` batches of `hint`, each sized to about `target_ticks` and followed by
+/// `gap_ticks` of plain work, after spinning for `warmup_ticks` first. Batches run in groups
+/// of [`group_size`]; a group in which the thread was switched out or moved (getrusage,
+/// sched_getcpu) is measured again, up to three times as many groups in all.
 pub fn time_hint(
     hint: Hint,
     batches: usize,
     target_ticks: f64,
     warmup_ticks: u64,
+    gap_ticks: u64,
 ) -> Option<Series> {
     // Warm up: page in the code and let the core settle. Measured on a KVM guest (EPYC), the
     // first ~10 ms of spinning ran 5% fewer ticks per PAUSE than the steady state that follows
@@ -87,27 +157,52 @@ pub fn time_hint(
     let w0 = arch::ticks_now();
     let mut est = Vec::new();
     loop {
-        est.push(arch::timed_batch(hint, 8)?);
+        est.push(batch_with_gap(hint, 8, gap_ticks)?);
         if arch::ticks_now().wrapping_sub(w0) >= warmup_ticks && est.len() >= 16 {
             break;
         }
     }
     let est = &est[est.len() - 16..];
     let overhead: Vec<u64> = (0..64)
-        .map(|_| arch::timed_batch(hint, 0))
+        .map(|_| batch_with_gap(hint, 0, gap_ticks))
         .collect::<Option<_>>()?;
     let oh = calc::overhead(&overhead);
     let per = calc::per_hint(est, oh, 8 * arch::UNROLL as u64);
     let guess = crate::analysis::stats::summarize(&per).map_or(0.0, |s| s.median);
     let iters = calc::iters_for(target_ticks, guess, arch::UNROLL);
-    let mut out = Vec::with_capacity(batches);
-    for _ in 0..batches {
-        out.push(arch::timed_batch(hint, iters)?);
+    // The add chain sized like a batch: cycles per tick from a short chain first.
+    let per_tick = chain_clock(16, oh).unwrap_or(1.0);
+    let chain_iters = calc::iters_for(target_ticks, 1.0 / per_tick, arch::ADD_CHAIN_UNROLL);
+    let g = group_size(batches);
+    let want = batches.div_ceil(g).max(1);
+    let (mut groups, mut clocks, mut disturbed) = (Vec::with_capacity(want), Vec::new(), 0);
+    for k in 0..want * 3 {
+        if groups.len() == want {
+            break;
+        }
+        if k > 0 {
+            std::thread::sleep(GROUP_PAUSE);
+        }
+        let (sw0, cpu0) = (thread_switches(), current_cpu());
+        let mut v = Vec::with_capacity(g);
+        for _ in 0..g {
+            v.push(batch_with_gap(hint, iters, gap_ticks)?);
+        }
+        let clock = chain_clock(chain_iters, oh);
+        if sw0.is_some() && sw0 == thread_switches() && cpu0 == current_cpu() {
+            groups.push(v);
+            clocks.push(clock.unwrap_or(f64::NAN));
+        } else {
+            disturbed += 1;
+        }
     }
     Some(Series {
         overhead,
         iters,
-        batches: out,
+        batches: groups.iter().flatten().copied().collect(),
+        groups,
+        disturbed_groups: disturbed,
+        group_clocks: clocks,
     })
 }
 

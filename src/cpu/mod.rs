@@ -30,9 +30,12 @@ use crate::spin::model::{Arch, CpuModel};
 
 pub const SCHEMA: &str = "spinscope.probe/1";
 
-/// Timed batches of the default probe (20 us each). The statistical argument for this number,
-/// with measurements, is in docs/PERFORMANCE.md ("probe: under 100 ms").
-pub const DEFAULT_BATCHES: usize = 1000;
+/// Timed batches of the default probe (1 us each, in 40 groups of 50). docs/PERFORMANCE.md
+/// ("probe: under 100 ms", "issue 25: the probe on a busy host") has the measurements.
+pub const DEFAULT_BATCHES: usize = 2000;
+
+/// Series measured at most per CPU and hint when the host stretches the groups of batches.
+pub const MAX_ATTEMPTS: usize = 3;
 
 /// How much measuring to do.
 #[derive(Debug, Clone)]
@@ -43,13 +46,13 @@ pub struct ProbeOptions {
     pub smt_load: bool,
     /// Timed batches per CPU and hint.
     pub batches: usize,
-    /// Target length of one batch in ns (short enough that few batches see an interrupt,
-    /// long enough that the timer's cost is small; converted to ticks after calibration, since
-    /// the aarch64 counter ticks 100x slower than a TSC).
+    /// Target length of one batch in ns (short enough that few batches see an interrupt and
+    /// a hypervisor does not see a pause loop, long enough that the timer's cost is small;
+    /// converted to ticks after calibration, since the aarch64 counter ticks 100x slower).
     pub batch_ns: f64,
     /// Spinning before the timed batches, in ms (see `measure::time_hint`).
     pub warmup_ms: f64,
-    /// Counter calibration window (three are taken).
+    /// Counter calibration window (`measure::CALIBRATION_WINDOWS` are taken).
     pub calibration: Duration,
     /// Trials of MariaDB's startup measurement.
     pub mariadb_trials: usize,
@@ -63,7 +66,7 @@ impl Default for ProbeOptions {
             cpus: None,
             smt_load: false,
             batches: DEFAULT_BATCHES,
-            batch_ns: 20_000.0,
+            batch_ns: 1_000.0,
             warmup_ms: 15.0,
             calibration: Duration::from_millis(1),
             mariadb_trials: 101,
@@ -157,13 +160,65 @@ pub struct HintMeasurement {
     /// Core cycles per hint from the hardware counter; None with the reason in `cycles_note`.
     pub core_cycles_per_hint: Option<f64>,
     pub cycles_note: Option<String>,
+    /// Groups of consecutive batches kept (no context switch or migration inside them).
+    #[serde(default)]
+    pub groups: usize,
+    /// Groups measured again because a context switch or a migration landed inside them.
+    #[serde(default)]
+    pub disturbed_groups: usize,
+    /// Spread of the groups' medians, (p75 - p25) / p25 in percent: how far the host moved
+    /// the figure during this series.
+    #[serde(default)]
+    pub group_spread_pct: Option<f64>,
+    /// The series' figure: the lower quartile of the groups' medians (contention only adds
+    /// time), in ticks and in ns at the calibrated rate. Absent in probes saved before it.
+    #[serde(default)]
+    pub estimate_ticks_per_hint: Option<f64>,
+    #[serde(default)]
+    pub estimate_ns_per_hint: Option<f64>,
+    /// Series measured to get this one (more than 1 when the host stretched the first).
+    #[serde(default)]
+    pub attempts: usize,
+    /// The core clock in GHz at which the figure holds (the fast clock of the groups, timed
+    /// with a chain of dependent adds), and how far the groups' clocks spread (p90 over p10 of
+    /// the groups, percent).
+    #[serde(default)]
+    pub core_ghz: Option<f64>,
+    #[serde(default)]
+    pub clock_spread_pct: Option<f64>,
+    /// Core cycles per hint from that clock (no PMU needed).
+    #[serde(default)]
+    pub chain_cycles_per_hint: Option<f64>,
+}
+
+impl HintMeasurement {
+    /// The figure in ticks: the estimate where recorded, else the batches' median.
+    pub fn figure_ticks(&self) -> f64 {
+        self.estimate_ticks_per_hint
+            .unwrap_or(self.ticks_per_hint.median)
+    }
+
+    /// The figure in ns, consistent with [`Self::figure_ticks`].
+    pub fn figure_ns(&self) -> f64 {
+        self.estimate_ns_per_hint.unwrap_or(self.ns_per_hint.median)
+    }
+}
+
+/// What the host did while the probe ran: the reasons a figure may not stand.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    /// 1-minute load average at the start.
+    pub loadavg_1m: Option<f64>,
+    /// Share of all CPU time a hypervisor gave to others during the probe (/proc/stat steal).
+    pub steal_pct: Option<f64>,
 }
 
 /// The probe's verdict in one place: what `spin` and `doctor` use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSummary {
     pub hint: Hint,
-    /// Median over measured CPUs (idle series) of each CPU's median.
+    /// Median over measured CPUs (idle series) of each CPU's figure (the lower quartile of its
+    /// groups' medians); `ticks_per_hint` is the same figure in ticks (ns x counter GHz).
     pub ns_per_hint: f64,
     pub ticks_per_hint: f64,
     pub core_cycles_per_hint: Option<f64>,
@@ -189,6 +244,18 @@ pub struct ProbeReport {
     pub mariadb_rule: calc::MariadbRule,
     pub notes: Vec<String>,
     pub elapsed_ms: f64,
+    /// False when the host was too busy for a figure within the stated noise: the summary's
+    /// numbers are then not an answer, and `invalid_reason` says why.
+    #[serde(default = "yes")]
+    pub valid: bool,
+    #[serde(default)]
+    pub invalid_reason: Option<String>,
+    #[serde(default)]
+    pub load: HostLoad,
+}
+
+fn yes() -> bool {
+    true
 }
 
 const PLE_NOTE: &str = "in a VM, a long PAUSE loop can trigger a pause-loop exit to the \
@@ -262,23 +329,63 @@ fn measure_series(
     ghz: f64,
     o: &ProbeOptions,
 ) -> Result<HintMeasurement> {
+    let mut best: Option<HintMeasurement> = None;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let mut m = measure_series_once(cpu, hint, sibling, ghz, o)?;
+        m.attempts = attempt;
+        let wanted = o.batches.div_ceil(measure::group_size(o.batches)).max(1);
+        let ok = calc::judge(
+            m.groups,
+            wanted,
+            m.group_spread_pct.unwrap_or(f64::NAN),
+            m.figure_ticks(),
+            None,
+        )
+        .is_ok();
+        let better = best.as_ref().is_none_or(|b| {
+            m.group_spread_pct.unwrap_or(f64::INFINITY)
+                < b.group_spread_pct.unwrap_or(f64::INFINITY)
+        });
+        if better {
+            best = Some(m);
+        }
+        if ok {
+            break;
+        }
+    }
+    if let Some(b) = best.as_mut() {
+        b.attempts = b.attempts.max(1);
+    }
+    best.ok_or_else(|| Error::runtime("probe: no series measured"))
+}
+
+fn measure_series_once(
+    cpu: usize,
+    hint: Hint,
+    sibling: Option<usize>,
+    ghz: f64,
+    o: &ProbeOptions,
+) -> Result<HintMeasurement> {
     let warmup = (o.warmup_ms * 1e6 * ghz) as u64;
-    let s = measure::time_hint(hint, o.batches, o.batch_ns * ghz, warmup).ok_or_else(|| {
-        Error::runtime(format!(
-            "timing {} is not supported on this architecture",
-            hint.name()
-        ))
-    })?;
+    let gap = (measure::BATCH_GAP_NS * ghz).ceil() as u64;
+    let s =
+        measure::time_hint(hint, o.batches, o.batch_ns * ghz, warmup, gap).ok_or_else(|| {
+            Error::runtime(format!(
+                "timing {} is not supported on this architecture",
+                hint.name()
+            ))
+        })?;
     let oh = calc::overhead(&s.overhead);
     let hints = s.iters as u64 * arch::UNROLL as u64;
     let per = calc::per_hint(&s.batches, oh, hints);
     let (ticks, ns) = calc::summarize_hint(&per, ghz).ok_or_else(|| {
         Error::runtime(format!(
-            "every batch of {} on CPU {cpu} came out below the timer's own cost; the counter \
-             is not usable for timing here",
+            "every batch of {} on CPU {cpu} came out below the timer's own cost or was \
+             interrupted by a context switch; the counter is not usable for timing here",
             hint.name()
         ))
     })?;
+    let fig = calc::group_figure(&calc::group_medians(&s.groups, oh, hints), &s.group_clocks);
     let (cycles, note) = if o.cycles {
         match measure::cycles_per_hint(hint, s.iters, 31) {
             Ok(c) => (Some(c), None),
@@ -298,6 +405,15 @@ fn measure_series(
         ns_per_hint: ns,
         core_cycles_per_hint: cycles,
         cycles_note: note,
+        groups: s.groups.len(),
+        disturbed_groups: s.disturbed_groups,
+        group_spread_pct: fig.map(|f| f.spread_pct),
+        estimate_ticks_per_hint: fig.map(|f| f.ticks),
+        estimate_ns_per_hint: fig.map(|f| f.ticks / ghz),
+        attempts: 1,
+        core_ghz: fig.and_then(|f| f.cycles_per_tick).map(|c| c * ghz),
+        clock_spread_pct: fig.and_then(|f| f.clock_spread_pct),
+        chain_cycles_per_hint: fig.and_then(|f| f.cycles),
     })
 }
 
@@ -310,16 +426,11 @@ fn summarize_report(ms: &[HintMeasurement], hint: Hint) -> Option<ProbeSummary> 
         let v: Vec<f64> = idle.iter().map(|m| f(m)).collect();
         crate::analysis::stats::summarize(&v).map(|s| s.median)
     };
-    let ns = med(&|m| m.ns_per_hint.median)?;
-    let ticks = med(&|m| m.ticks_per_hint.median)?;
+    let ns = med(&|m| m.figure_ns())?;
+    let ticks = med(&|m| m.figure_ticks())?;
     let cyc: Vec<f64> = idle.iter().filter_map(|m| m.core_cycles_per_hint).collect();
     let cycles = crate::analysis::stats::summarize(&cyc).map(|s| s.median);
-    let spread = calc::spread_pct(
-        &idle
-            .iter()
-            .map(|m| m.ns_per_hint.median)
-            .collect::<Vec<_>>(),
-    );
+    let spread = calc::spread_pct(&idle.iter().map(|m| m.figure_ns()).collect::<Vec<_>>());
     Some(ProbeSummary {
         hint,
         ns_per_hint: ns,
@@ -340,6 +451,10 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
         )));
     }
     let t0 = Instant::now();
+    let steal0 = measure::steal_jiffies();
+    let loadavg_1m = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok());
     let mut notes = Vec::new();
     let info =
         cpuinfo::parse_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default());
@@ -453,6 +568,33 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
             ));
         }
     }
+    let steal_pct = match (steal0, measure::steal_jiffies()) {
+        (Some((s0, a0)), Some((s1, a1))) if a1 > a0 => {
+            Some(s1.saturating_sub(s0) as f64 / (a1 - a0) as f64 * 100.0)
+        }
+        _ => None,
+    };
+    let verdict = judge_report(&measurements, hint, o, &trials);
+    if let Some(m) = measurements
+        .iter()
+        .find(|m| m.clock_spread_pct.is_some_and(|c| c > 5.0))
+    {
+        notes.push(format!(
+            "the core clock moved {}% between groups on CPU {} (a busy SMT sibling on the host, \
+             or a power limit): the figure is taken in core cycles and given at the fast clock \
+             ({} GHz)",
+            crate::units::fmt_num(m.clock_spread_pct.unwrap_or(0.0)),
+            m.cpu,
+            m.core_ghz.map_or("-".into(), crate::units::fmt_num)
+        ));
+    }
+    if let Some(sp) = steal_pct.filter(|s| *s >= 5.0) {
+        notes.push(format!(
+            "the hypervisor gave {}% of this machine's CPU time to others during the probe \
+             (steal): the host is busy",
+            crate::units::fmt_num(sp)
+        ));
+    }
     let hv = hypervisor(&info);
     let ident = identity(&info);
     if ident.reference_key.is_none() {
@@ -495,12 +637,63 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
         mariadb_rule: calc::mariadb_rule(&trials),
         notes,
         elapsed_ms: t0.elapsed().as_secs_f64() * 1e3,
+        valid: verdict.is_ok(),
+        invalid_reason: verdict.err(),
+        load: HostLoad {
+            loadavg_1m,
+            steal_pct,
+        },
     })
 }
 
-/// A quick probe of the current CPU, for `spin` and `doctor` when no CPU is given.
+/// Whether the summary stands: every idle series of the primary hint passes `calc::judge`,
+/// its figure checked against MariaDB's own short measurement where that ran (x86).
+fn judge_report(
+    ms: &[HintMeasurement],
+    hint: Hint,
+    o: &ProbeOptions,
+    trials: &[(u64, u64)],
+) -> std::result::Result<(), String> {
+    let mariadb = calc::mariadb_rule(trials).median_ticks_per_pause;
+    let wanted = o.batches.div_ceil(measure::group_size(o.batches)).max(1);
+    for m in ms
+        .iter()
+        .filter(|m| m.hint == hint && m.smt_sibling_busy.is_none())
+    {
+        calc::judge(
+            m.groups,
+            wanted,
+            m.group_spread_pct.unwrap_or(f64::NAN),
+            m.figure_ticks(),
+            mariadb,
+        )
+        .map_err(|e| {
+            format!(
+                "the host is too busy for a figure within {}% on CPU {} ({} series measured): \
+                 {e}",
+                calc::MAX_GROUP_SPREAD_PCT,
+                m.cpu,
+                m.attempts
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// A quick probe of the current CPU, for `spin` and `doctor` when no CPU is given. A probe the
+/// host was too busy for is an error that says why and what to give instead.
 pub fn probe_current_cpu_quick() -> Result<ProbeReport> {
-    probe(&ProbeOptions::quick(), &mut |_| {})
+    let r = probe(&ProbeOptions::quick(), &mut |_| {})?;
+    if !r.valid {
+        return Err(Error::runtime(format!(
+            "the quick probe of this CPU gave no figure: {}; retry when the host is quieter, \
+             or give --cpu NAME, --pause-ns NS or --probe FILE",
+            r.invalid_reason
+                .as_deref()
+                .unwrap_or("the host is too busy")
+        )));
+    }
+    Ok(r)
 }
 
 /// Read a probe saved with `probe --save FILE` (or `probe --json > FILE`). Anything unreadable,
@@ -530,6 +723,12 @@ pub fn parse_probe(text: &str) -> std::result::Result<ProbeReport, String> {
     }
     let r: ProbeReport =
         serde_json::from_value(v).map_err(|e| format!("malformed {SCHEMA} document ({e})"))?;
+    if !r.valid {
+        return Err(format!(
+            "this probe gave no figure ({}); probe again on a quieter host",
+            r.invalid_reason.as_deref().unwrap_or("marked invalid")
+        ));
+    }
     let s = &r.summary;
     if !(s.ns_per_hint.is_finite() && s.ns_per_hint > 0.0 && s.ns_per_hint < 1e6) {
         return Err(format!(
@@ -550,7 +749,12 @@ pub fn noise_pct(r: &ProbeReport) -> f64 {
         r.measurements
             .iter()
             .filter(|m| m.smt_sibling_busy.is_none())
-            .map(|m| m.ns_per_hint.iqr_pct),
+            // The groups' spread where recorded (the figure is their lower quartile), else
+            // the batches' IQR (probes saved before groups).
+            .map(|m| {
+                m.group_spread_pct
+                    .map_or(m.ns_per_hint.iqr_pct, |g| 2.0 * g)
+            }),
     )
 }
 
@@ -620,6 +824,15 @@ mod tests {
             ns_per_hint: summarize(&[24.0, 24.5, 25.0]).unwrap(),
             core_cycles_per_hint: None,
             cycles_note: Some("core cycles unavailable".into()),
+            groups: 3,
+            disturbed_groups: 0,
+            group_spread_pct: Some(2.0),
+            estimate_ticks_per_hint: Some(64.0),
+            estimate_ns_per_hint: Some(24.5),
+            attempts: 1,
+            core_ghz: None,
+            clock_spread_pct: None,
+            chain_cycles_per_hint: None,
         };
         ProbeReport {
             schema: SCHEMA.into(),
@@ -669,6 +882,9 @@ mod tests {
             mariadb_rule: calc::mariadb_rule(&[(1024, 1024)]),
             notes: vec![],
             elapsed_ms: 100.0,
+            valid: true,
+            invalid_reason: None,
+            load: HostLoad::default(),
         }
     }
 
@@ -699,6 +915,15 @@ mod tests {
             ns_per_hint: summarize(&[ns]).unwrap(),
             core_cycles_per_hint: Some(ns * 3.0),
             cycles_note: None,
+            groups: 0,
+            disturbed_groups: 0,
+            group_spread_pct: None,
+            estimate_ticks_per_hint: None,
+            estimate_ns_per_hint: None,
+            attempts: 1,
+            core_ghz: None,
+            clock_spread_pct: None,
+            chain_cycles_per_hint: None,
         };
         let s = summarize_report(
             &[
@@ -731,6 +956,33 @@ mod tests {
         r.summary.ns_per_hint = -1.0;
         let e = parse_probe(&serde_json::to_string(&r).unwrap()).unwrap_err();
         assert!(e.contains("plausible"), "{e}");
+    }
+
+    #[test]
+    fn an_invalid_probe_is_refused_and_an_old_one_still_reads() {
+        let mut r = sample_report();
+        r.valid = false;
+        r.invalid_reason = Some("the groups of batches spread 80%".into());
+        let e = parse_probe(&serde_json::to_string(&r).unwrap()).unwrap_err();
+        assert!(e.contains("no figure") && e.contains("80%"), "{e}");
+        // A probe saved before the validity and group fields: valid, figure = batch median.
+        let mut v = serde_json::to_value(sample_report()).unwrap();
+        for k in ["valid", "invalid_reason", "load"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let m = v["measurements"][0].as_object_mut().unwrap();
+        for k in [
+            "groups",
+            "group_spread_pct",
+            "estimate_ticks_per_hint",
+            "estimate_ns_per_hint",
+        ] {
+            m.remove(k);
+        }
+        let old = parse_probe(&v.to_string()).unwrap();
+        assert!(old.valid);
+        assert_eq!(old.measurements[0].figure_ns(), 24.5);
+        assert_eq!(noise_pct(&old), crate::spin::model::PROBE_NOISE_FLOOR_PCT);
     }
 
     #[test]

@@ -81,8 +81,9 @@ pub fn render(doc: &SpinReport) -> String {
         "CPU      {}: {} per hint{}{}",
         c.label,
         fmt_ns(c.ns_per_hint),
+        // Not ns x GHz: the figure MariaDB's startup rule measures (and decides M by).
         c.tsc_ticks_per_hint
-            .map(|t| format!(" ({} TSC ticks)", fmt_num(t)))
+            .map(|t| format!(" (MariaDB's startup rule: {} TSC ticks)", fmt_num(t)))
             .unwrap_or_default(),
         if c.approximate { " [indicative]" } else { "" }
     );
@@ -91,7 +92,8 @@ pub fn render(doc: &SpinReport) -> String {
             o,
             "         measured: +-{:.0}% from run to run ({} - {})",
             c.noise_pct,
-            fmt_ns(c.ns_per_hint * (1.0 - c.noise_pct / 100.0)),
+            // Symmetric on the log scale: a time never goes below zero.
+            fmt_ns(c.ns_per_hint / (1.0 + c.noise_pct / 100.0)),
             fmt_ns(c.ns_per_hint * (1.0 + c.noise_pct / 100.0))
         );
     }

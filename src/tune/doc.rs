@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::candidates::{changes, Candidate, Origin};
-use super::race::{mean_interval, welch_pct, Decision, Interval, Race};
+use super::race::{mean_interval, Decision, Interval, Race};
 use crate::spin::model::{FamilyInfo, Settings};
 
 pub const SCHEMA: &str = "spinscope.tune/1";
@@ -17,7 +17,8 @@ pub struct Row {
     pub invalid_repeats: usize,
     /// Mean throughput and its 95% interval (None below 2 valid repeats).
     pub tps: Option<Interval>,
-    /// Against the current settings, percent, 95% Welch interval (None below 3 repeats a side).
+    /// Against the current settings, percent: the 95% interval of the paired log-ratios (rounds
+    /// in which both ran), never below -100 (None below 3 pairs).
     pub vs_current_pct: Option<Interval>,
     pub p99_ms: Option<f64>,
     /// "leader", "raced", "dropped after round ...", "current".
@@ -141,7 +142,7 @@ pub struct TuneDoc {
     pub stopped_because: Option<String>,
 }
 
-pub const METHOD: &str = "racing: every remaining candidate measured once per round in rotated order; after 3 valid repeats a candidate significantly slower than the leader (Welch, 1-0.05/m) leaves; change only when the leader beats the current settings by Welch's interval at 1-0.05/m (Bonferroni over the m candidates) and its mean p99 stays within the limit";
+pub const METHOD: &str = "racing: every remaining candidate measured once per round in rotated order, the measurements of one round paired; after 3 paired rounds a candidate significantly slower than the leader (paired log-ratio t interval, 1-0.05/m) leaves; change only when the leader beats the current settings by the paired log-ratio interval at 1-0.05/m (Bonferroni over the m candidates) and its mean p99 over 3 or more repeats stays within the limit; keep only when the current settings lead; otherwise no decision, with the budget a proof would take";
 
 /// Statements for `settings` from `current` (the winner's), SET GLOBAL and my.cnf.
 pub fn statements(
@@ -160,7 +161,6 @@ pub fn statements(
 
 /// Rows ranked by mean throughput (rows without a mean last, in race order).
 pub fn rows(race: &Race, cands: &[Candidate], leader: Option<usize>) -> Vec<Row> {
-    let cur = race.arms[0].valid_tps();
     let mut out: Vec<Row> = race
         .arms
         .iter()
@@ -178,13 +178,20 @@ pub fn rows(race: &Race, cands: &[Candidate], leader: Option<usize>) -> Vec<Row>
                 vs_current_pct: if i == 0 {
                     None
                 } else {
-                    welch_pct(&cur, &v, 0.95)
+                    race.paired_vs_current(i, 0.95)
                 },
                 p99_ms: a.mean_p99_us().map(|x| x / 1000.0),
                 status: match (&a.dropped, leader == Some(i)) {
                     (Some(d), _) => d.clone(),
                     (None, true) => "leader".into(),
-                    (None, false) if !race.p99_ok(i) => "p99 above the limit".into(),
+                    (None, false) if i == 0 => "current".into(),
+                    (None, false) if a.samples.is_empty() => "not measured".into(),
+                    (None, false) if race.p99_within(i) == Some(false) => {
+                        "p99 above the limit".into()
+                    }
+                    (None, false) if v.len() < super::race::MIN_REPEATS => {
+                        format!("{} of {} repeats", v.len(), super::race::MIN_REPEATS)
+                    }
                     _ => "raced".into(),
                 },
             }
@@ -297,14 +304,29 @@ pub fn render(d: &TuneDoc) -> String {
         )),
         None => out.push_str(&format!("model: {}\n", d.model.target)),
     }
-    if let Some(best) = d.candidates.first() {
+    // "Best" only among candidates with a measured mean (the rows are ranked by it).
+    if let Some(best) = d.candidates.first().filter(|r| r.tps.is_some()) {
         out.push_str(&format!(
-            "measured best: {} ({})\n",
+            "measured best: {} ({}){}\n",
             best.name,
-            settings_text(&best.settings)
+            settings_text(&best.settings),
+            if d.decision.proven {
+                ""
+            } else {
+                " -- not proven"
+            }
         ));
     }
     out.push_str(&format!("\ndecision: {}\n", d.decision.sentence));
+    if !d.decision.proven {
+        if let Some(s) = &d.model.settings {
+            out.push_str(&format!(
+                "  unproven advice from the spin model ({}): {}; the settings were left as they were\n",
+                d.model.target,
+                settings_text(s)
+            ));
+        }
+    }
     if !d.set_global.is_empty() {
         out.push_str("\n  -- now:\n");
         for s in &d.set_global {
@@ -348,6 +370,8 @@ mod tests {
             },
         );
         for r in 0..5 {
+            // One round per repeat: the rounds pair the measurements.
+            race.rounds = r;
             for (i, base) in [1000.0, 2000.0, 1500.0].iter().enumerate() {
                 let w = vec![base + r as f64 * 10.0; 4];
                 race.record(

@@ -425,10 +425,15 @@ fn progress(shown: &mut crate::progress::Steps, r: &Race, cands: &[Candidate]) {
             None => format!("leader {}", cands[i].name),
         }
     });
+    // Sized from the noise of the pairs so far: said as soon as there are enough of them.
+    let need = r
+        .proof_budget_s()
+        .map(|b| format!("; a proof at this noise needs about {b:.0} s"))
+        .unwrap_or_default();
     shown.step(
         r.spent_s.min(r.cfg.budget_s).round() as u64,
         &format!(
-            "round {} measurement {}, {} in the race; {}",
+            "round {} measurement {}, {} in the race; {}{need}",
             r.rounds + 1,
             r.measurements,
             r.alive().len(),

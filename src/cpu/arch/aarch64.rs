@@ -109,6 +109,31 @@ fn yield_batch(iters: u32) -> u64 {
     ts_end().wrapping_sub(t0)
 }
 
+/// `iters` x 64 dependent integer adds (one core cycle each) between two serialized reads:
+/// the core's clock against the counter.
+#[inline(never)]
+pub fn add_chain_ticks(iters: u32) -> u64 {
+    let mut x: u64 = 0;
+    let one: u64 = std::hint::black_box(1);
+    let t0 = ts_begin();
+    for _ in 0..iters {
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            asm!(
+                ".rept 64",
+                "add {x}, {x}, {one}",
+                ".endr",
+                x = inout(reg) x,
+                one = in(reg) one,
+                options(nomem, nostack, preserves_flags)
+            )
+        }
+    }
+    let t1 = ts_end();
+    std::hint::black_box(x);
+    t1.wrapping_sub(t0)
+}
+
 pub fn timed_batch(hint: Hint, iters: u32) -> Option<u64> {
     match hint {
         Hint::Isb => Some(isb_batch(iters)),

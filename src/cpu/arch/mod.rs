@@ -106,6 +106,23 @@ pub fn timed_batch(hint: Hint, iters: u32) -> Option<u64> {
     }
 }
 
+/// Dependent one-cycle adds per iteration of [`add_chain_ticks`].
+pub const ADD_CHAIN_UNROLL: u32 = 64;
+
+/// Time `iters * ADD_CHAIN_UNROLL` dependent integer adds between two serialized counter
+/// reads (core cycles against the counter: the core clock). None where hints cannot be timed.
+pub fn add_chain_ticks(iters: u32) -> Option<u64> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        Some(imp::add_chain_ticks(iters))
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = iters;
+        None
+    }
+}
+
 /// Run `iters * UNROLL` hints without timing them (used between hardware-counter reads).
 pub fn run_hints(hint: Hint, iters: u32) {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

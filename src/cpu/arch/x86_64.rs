@@ -84,6 +84,33 @@ fn pause_batch(iters: u32) -> u64 {
     t1.wrapping_sub(t0)
 }
 
+/// `iters` x 64 dependent register-register adds (one core cycle each) between two serialized
+/// reads: the core's clock against the counter, whatever a hypervisor or a power limit set it
+/// to. Register operands on purpose: Golden Cove (Sapphire Rapids) and later eliminate chains
+/// of adds of small immediates at rename (measured here: 5.6 "adds" per cycle).
+#[inline(never)]
+pub fn add_chain_ticks(iters: u32) -> u64 {
+    let mut x: u64 = 0;
+    let one: u64 = std::hint::black_box(1);
+    let t0 = ts_begin();
+    for _ in 0..iters {
+        // SAFETY: register-only arithmetic; flags are clobbered (not declared preserved).
+        unsafe {
+            asm!(
+                ".rept 64",
+                "add {x}, {one}",
+                ".endr",
+                x = inout(reg) x,
+                one = in(reg) one,
+                options(nomem, nostack)
+            )
+        }
+    }
+    let t1 = ts_end();
+    std::hint::black_box(x);
+    t1.wrapping_sub(t0)
+}
+
 pub fn timed_batch(hint: Hint, iters: u32) -> Option<u64> {
     match hint {
         Hint::Pause => Some(pause_batch(iters)),
