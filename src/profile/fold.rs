@@ -69,29 +69,14 @@ pub enum FoldError {
     LineTooLong { line: u64 },
 }
 
-/// A fast non-cryptographic hash for the stack table (keys come from a local file, so hash
-/// flooding is not a concern): 8 bytes per step, multiply-rotate.
-#[derive(Default, Clone, Copy)]
-pub struct StackHasher(u64);
+/// The hash of the fold's tables: aHash with its fixed keys (keys come from a local file, so
+/// hash flooding is not a concern; fixed keys keep runs repeatable). A hand-made
+/// multiply-rotate hash was here before: its low bits, which pick the bucket, mixed the end of
+/// a key poorly, and keys that share their ends (every frame line of one binary ends in the
+/// same DSO path) collided, so probing compared keys byte by byte (issue 28).
+pub type FoldHash = std::hash::BuildHasherDefault<ahash::AHasher>;
 
-impl std::hash::Hasher for StackHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub type StackMap = HashMap<String, Tally, std::hash::BuildHasherDefault<StackHasher>>;
+pub type StackMap = HashMap<String, Tally, FoldHash>;
 
 /// What one pass found.
 #[derive(Debug, Default)]
@@ -192,14 +177,14 @@ struct State {
     depth: usize,
     leaf_unknown: bool,
     key: Vec<u32>,
-    name_ids: HashMap<String, u32, std::hash::BuildHasherDefault<StackHasher>>,
+    name_ids: HashMap<String, u32, FoldHash>,
     name_list: Vec<String>,
-    memo: HashMap<Box<[u8]>, u32, std::hash::BuildHasherDefault<StackHasher>>,
+    memo: HashMap<Box<[u8]>, u32, FoldHash>,
     memo_bytes: usize,
     memo_cap: usize,
     memos: Vec<FrameMemo>,
     memo_ids: Vec<u32>,
-    stacks: HashMap<Vec<u32>, Tally, std::hash::BuildHasherDefault<StackHasher>>,
+    stacks: HashMap<Vec<u32>, Tally, FoldHash>,
     leaf_index: HashMap<(String, u64), usize>,
     out: Folded,
 }
