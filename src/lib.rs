@@ -18,6 +18,7 @@ pub mod load;
 pub mod model;
 pub mod profile;
 pub mod progress;
+pub mod proto;
 pub mod report;
 pub mod rt;
 pub mod server;

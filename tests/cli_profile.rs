@@ -584,7 +584,8 @@ fn endless_input_is_capped() {
         .timeout(std::time::Duration::from_secs(60))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("line 1 is longer than"));
+        // A device is refused before it is read (issue 24); a long file is capped below.
+        .stderr(predicate::str::contains("/dev/zero: is a device"));
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("big.perf");
     std::fs::write(&p, "\n".repeat(3 << 20)).unwrap();

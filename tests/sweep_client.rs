@@ -102,6 +102,12 @@ fn events(wc: &WireConnector, workers: u32) -> Client {
 
 /// One step; returns the outcome and the server's Com_stmt_execute over it.
 fn step(db: &MariaDb, cfg: &StepConfig, wl: &Workload, conn: &Connector) -> (StepOutcome, u64) {
+    // The first connection of a process through the mysql crate checks the change journal
+    // with one prepared statement (`journal::check_on_connect`): made here, before the
+    // counter is read, so that execute is not taken for the load's. (It was the server's
+    // "one execute more than the client sent" in about 1 of 8 runs of the KILL test: the
+    // general log showed it on the step's own admin connection.)
+    drop(conn().unwrap());
     let before = status(db, "Com_stmt_execute");
     let o = run_step(cfg, wl, conn, &AtomicBool::new(false)).unwrap();
     (o, status(db, "Com_stmt_execute") - before)
@@ -129,6 +135,7 @@ fn the_server_counts_what_the_clients_sent_and_deadlocks_are_retried() {
             );
             assert!(o.txns > 0 && o.errors.is_empty(), "{kind}, {name}: {o:?}");
             assert_eq!(o.executes, server, "{kind}, {name}");
+            assert_eq!(o.executes_unanswered, 0, "{kind}, {name}");
             // Every measured transaction is in the histogram and in a window.
             assert_eq!(o.hist.len(), o.txns);
             let per_window: f64 = o.windows_tps.iter().sum::<f64>() * o.window_s;
@@ -201,15 +208,19 @@ fn killed_connections_reconnect_and_a_password_login_over_tcp_works() {
     assert!(o.txns > 0);
     // Each killed client lost at most its transaction in flight.
     assert!(o.errors.values().sum::<u64>() <= 4, "{o:?}");
-    // An execute written to a connection the server was closing is not counted there. The
-    // other way round: in about 1 of 8 runs the server counted exactly one execute more than
-    // the events client sent (seen with and without io_uring; never with the thread client in
-    // 16 runs), cause not found yet; so the bound is one
-    // execute per killed connection either way, and the kill-free test above stays exact.
+    // Exact: every answered execute ran; an execute the socket did not take whole is not
+    // counted; one written to a connection the server was killing may or may not have run
+    // (its thread can run it and die before answering), and is counted as unanswered.
+    eprintln!(
+        "executes: {} sent, {} of them unanswered; server counted {server}",
+        o.executes, o.executes_unanswered
+    );
+    assert!(o.executes_unanswered <= killed as u64, "{o:?}");
     assert!(
-        o.executes <= server + killed as u64 && server <= o.executes + killed as u64,
-        "{} sent, {server} counted",
-        o.executes
+        o.executes - o.executes_unanswered <= server && server <= o.executes,
+        "{} sent ({} unanswered), {server} counted",
+        o.executes,
+        o.executes_unanswered
     );
 
     // A user with a password (mysql_native_password) over TCP.

@@ -1,14 +1,15 @@
-//! The event client's protocol codec on a real server's bytes (fixtures recorded from MariaDB
-//! 10.11.19 by `tests/fixtures/wire/capture.py`, with and without CLIENT_DEPRECATE_EOF), fed
-//! whole and one byte at a time, and never panicking on arbitrary input.
+//! The shared protocol module (`spinscope::proto`: packet reader, answer model, handshake
+//! parsers) on a real server's bytes (fixtures recorded from MariaDB 10.11.19 by
+//! `tests/fixtures/wire/capture.py`, with and without CLIENT_DEPRECATE_EOF), fed whole and one
+//! byte at a time, and never panicking on arbitrary input.
 
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use spinscope::load::wire::codec::{
-    self, caps, frame, parse_auth_reply, parse_err, parse_greeting, AuthReply, Expect, Outcome,
-    Reader, Step,
-};
+use spinscope::proto::answer::{Answer, Outcome, Progress};
+use spinscope::proto::command::{parse_auth_reply, parse_greeting, AuthReply};
+use spinscope::proto::packet::{put_packet, Flow, PacketReader, MAX_PAYLOAD};
+use spinscope::proto::{caps, com, parse_err};
 
 fn fixture(name: &str) -> HashMap<String, Vec<u8>> {
     let path = format!("{}/tests/fixtures/wire/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -25,54 +26,76 @@ fn fixture(name: &str) -> HashMap<String, Vec<u8>> {
         .collect()
 }
 
-/// Feed the whole response, then again one byte at a time; both must agree and consume
-/// every byte.
-fn read(bytes: &[u8], expect: Expect, deprecate_eof: bool) -> Outcome {
-    let mut r = Reader::new(expect, deprecate_eof);
-    let whole = match r.feed(bytes).unwrap() {
-        Step::Done(n, o) => {
-            assert_eq!(n, bytes.len(), "bytes left after the response");
-            o
-        }
-        Step::More(_) => panic!("incomplete response"),
-    };
-    let mut r = Reader::new(expect, deprecate_eof);
-    let mut buf = Vec::new();
+/// The packets of `bytes` (sequence ids counted on from `first`): (seq, payload).
+fn packets(bytes: &[u8], first: u8) -> Vec<(u8, Vec<u8>)> {
+    let mut r = PacketReader::new(1 << 16, MAX_PAYLOAD);
+    r.expect_seq(Some(first));
+    let mut got = Vec::new();
+    let used = r
+        .feed(bytes, &mut |p| {
+            got.push((p.seq, p.head.to_vec()));
+            Flow::Go
+        })
+        .unwrap();
+    assert_eq!(used, bytes.len());
+    assert!(!r.mid_packet());
+    got
+}
+
+/// Read the answer in `bytes` as `pieces` decides (whole, or a byte at a time); returns it
+/// and the index of the byte that completed it.
+fn read_in(bytes: &[u8], cmd: u8, deprecate_eof: bool, piece: usize) -> (Outcome, usize) {
+    let mut r = PacketReader::new(1024, MAX_PAYLOAD);
+    r.expect_seq(Some(1));
+    let mut a = Answer::new(cmd, deprecate_eof);
     let mut got = None;
-    for (i, b) in bytes.iter().enumerate() {
-        buf.push(*b);
-        match r.feed(&buf).unwrap() {
-            Step::More(n) => {
-                buf.drain(..n);
-            }
-            Step::Done(n, o) => {
-                assert_eq!(i + 1, bytes.len(), "done before the last byte");
-                assert_eq!(n, buf.len());
-                got = Some(o);
-            }
+    for (k, chunk) in bytes.chunks(piece).enumerate() {
+        let mut done = None;
+        let used = r
+            .feed(chunk, &mut |p| {
+                match a.packet(&p) {
+                    Progress::More => return Flow::Go,
+                    Progress::Done(o) => done = Some(o),
+                    Progress::Unreadable(why) => panic!("{why}"),
+                }
+                Flow::Stop
+            })
+            .unwrap();
+        if let Some(o) = done {
+            assert!(got.is_none(), "two answers");
+            assert_eq!(used, chunk.len(), "bytes left after the answer");
+            got = Some((o, k * piece + used));
         }
     }
-    assert_eq!(got.as_ref(), Some(&whole));
+    got.expect("incomplete answer")
+}
+
+/// Feed the whole answer, then again one byte at a time; both must agree and end at the
+/// last byte.
+fn read(bytes: &[u8], cmd: u8, deprecate_eof: bool) -> Outcome {
+    let (whole, end) = read_in(bytes, cmd, deprecate_eof, bytes.len());
+    assert_eq!(end, bytes.len());
+    let (bytewise, end) = read_in(bytes, cmd, deprecate_eof, 1);
+    assert_eq!(end, bytes.len(), "done before the last byte");
+    assert_eq!(bytewise, whole);
     whole
 }
 
 fn check_session(file: &str, deprecate_eof: bool) {
     let f = fixture(file);
-    let g = &f["greeting"];
-    let fr = frame(g).unwrap();
-    assert_eq!((fr.seq, fr.wire_len), (0, g.len()));
-    let greet = parse_greeting(&g[fr.first.clone()]).unwrap().unwrap();
+    let g = packets(&f["greeting"], 0);
+    assert_eq!(g.len(), 1);
+    let greet = parse_greeting(&g[0].1).unwrap().unwrap();
     assert_eq!(greet.server_version, "5.5.5-10.11.19-MariaDB-0+deb12u1");
     assert_eq!(greet.plugin, "mysql_native_password");
     assert_eq!(greet.nonce.len(), 20);
     assert!(greet.caps & caps::PROTOCOL_41 != 0 && greet.caps & caps::DEPRECATE_EOF != 0);
-    let ok = &f["auth_ok"];
-    let fr = frame(ok).unwrap();
-    assert_eq!(fr.seq, 2);
-    assert_eq!(parse_auth_reply(&ok[fr.first]).unwrap(), AuthReply::Ok);
+    let ok = packets(&f["auth_ok"], 2);
+    assert_eq!(parse_auth_reply(&ok[0].1).unwrap(), AuthReply::Ok);
 
-    let prep = |k: &str| read(&f[k], Expect::Prepare, deprecate_eof);
-    let res = |k: &str| read(&f[k], Expect::Result, deprecate_eof);
+    let prep = |k: &str| read(&f[k], com::STMT_PREPARE, deprecate_eof);
+    let res = |k: &str| read(&f[k], com::STMT_EXECUTE, deprecate_eof);
+    let query = |k: &str| read(&f[k], com::QUERY, deprecate_eof);
     let done = |affected, rows| Outcome::Done { affected, rows };
     let shape = |o: Outcome| match o {
         Outcome::Prepared {
@@ -89,9 +112,9 @@ fn check_session(file: &str, deprecate_eof: bool) {
     assert_eq!(res("execute_range_3"), done(0, 3));
     assert_eq!(res("execute_update"), done(1, 0));
     assert_eq!(res("execute_no_params"), done(0, 1));
-    assert_eq!(res("query_begin"), done(0, 0));
-    assert_eq!(res("query_rollback"), done(0, 0));
-    match res("query_error") {
+    assert_eq!(query("query_begin"), done(0, 0));
+    assert_eq!(query("query_rollback"), done(0, 0));
+    match query("query_error") {
         Outcome::Err(e) => {
             assert_eq!((e.code, e.state.as_str()), (1064, "42000"));
             assert!(e.message.contains("SQL syntax"), "{}", e.message);
@@ -120,21 +143,30 @@ fn mariadb_session_with_eof_packets() {
 #[test]
 fn a_response_read_with_the_wrong_eof_mode_is_an_error_or_incomplete_never_a_wrong_count() {
     // A result set read as if EOF packets were deprecated when they are not: the EOF after
-    // the column definitions is then taken for a row terminator, or the reader waits; it
-    // never reports rows the server did not send as a completed count of 1.
+    // the column definitions is then taken for the end of the rows; it never reports rows the
+    // server did not send as a count of 3.
     let f = fixture("mariadb-10.11.19-eof.txt");
-    let mut r = Reader::new(Expect::Result, true);
-    let got = r.feed(&f["execute_range_3"]);
-    assert_ne!(
-        got,
-        Ok(Step::Done(
-            f["execute_range_3"].len(),
-            Outcome::Done {
-                affected: 0,
-                rows: 3
-            }
-        ))
-    );
+    let mut r = PacketReader::new(1024, MAX_PAYLOAD);
+    let mut a = Answer::new(com::STMT_EXECUTE, true);
+    let mut outcomes = Vec::new();
+    let _ = r.feed(&f["execute_range_3"], &mut |p| {
+        outcomes.push(a.packet(&p));
+        Flow::Go
+    });
+    let right = Progress::Done(Outcome::Done {
+        affected: 0,
+        rows: 3,
+    });
+    assert!(!outcomes.contains(&right), "{outcomes:?}");
+}
+
+#[test]
+fn an_answer_with_a_sequence_id_out_of_order_is_refused() {
+    let f = fixture("mariadb-10.11.19-deprecate-eof.txt");
+    let mut r = PacketReader::new(1024, MAX_PAYLOAD);
+    // The answer starts at 1; expecting 2 (as after a request of two frames) fails.
+    r.expect_seq(Some(2));
+    assert!(r.feed(&f["execute_point_row"], &mut |_| Flow::Go).is_err());
 }
 
 proptest! {
@@ -143,30 +175,47 @@ proptest! {
         let _ = parse_greeting(&bytes);
         let _ = parse_auth_reply(&bytes);
         let _ = parse_err(&bytes);
-        let _ = frame(&bytes);
-        for expect in [Expect::Result, Expect::Prepare] {
+        for cmd in [com::QUERY, com::STMT_EXECUTE, com::STMT_PREPARE, com::STMT_FETCH, com::FIELD_LIST, 0x0e] {
             for eof in [true, false] {
-                let mut r = Reader::new(expect, eof);
-                let _ = r.feed(&bytes);
-                let _ = r.feed(&bytes);
+                let mut r = PacketReader::new(64, 1000);
+                let mut a = Answer::new(cmd, eof);
+                let mut o = Answer::observed(cmd, None);
+                let mut on = |p: spinscope::proto::packet::Packet<'_>| {
+                    let _ = a.packet(&p);
+                    let _ = o.packet(&p);
+                    Flow::Go
+                };
+                let _ = r.feed(&bytes, &mut on);
+                let _ = r.feed(&bytes, &mut on);
             }
         }
     }
 
     #[test]
     fn framed_garbage_never_panics_the_reader(
-        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..12)
+        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..12),
+        cut in 0usize..400,
     ) {
         let mut buf = Vec::new();
         for (i, p) in payloads.iter().enumerate() {
-            codec::put_packet(&mut buf, i as u8, p);
+            put_packet(&mut buf, i as u8 + 1, p);
         }
-        for expect in [Expect::Result, Expect::Prepare] {
+        let cut = cut.min(buf.len());
+        for cmd in [com::QUERY, com::STMT_PREPARE] {
             for eof in [true, false] {
-                let mut r = Reader::new(expect, eof);
-                if let Ok(Step::More(n) | Step::Done(n, _)) = r.feed(&buf) {
-                    prop_assert!(n <= buf.len());
-                }
+                let mut r = PacketReader::new(64, MAX_PAYLOAD);
+                r.expect_seq(Some(1));
+                let mut a = Answer::new(cmd, eof);
+                let mut seen = 0;
+                let mut on = |p: spinscope::proto::packet::Packet<'_>| {
+                    seen += 1;
+                    let _ = a.packet(&p);
+                    Flow::Go
+                };
+                let first = r.feed(&buf[..cut], &mut on).unwrap();
+                let rest = r.feed(&buf[cut..], &mut on).unwrap();
+                prop_assert_eq!(first + rest, buf.len());
+                prop_assert_eq!(seen, payloads.len());
             }
         }
     }

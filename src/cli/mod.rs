@@ -203,17 +203,30 @@ fn redact_quoted(s: &str) -> String {
         .join("'")
 }
 
+/// Every page (the command and each visible subcommand, named as clap_mangen's
+/// `generate_to` names them), rendered in memory.
+fn man_pages(cmd: clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+        man_pages(sub, out)?;
+    }
+    let man = clap_mangen::Man::new(cmd);
+    let mut page = Vec::new();
+    man.render(&mut page)?;
+    out.push((man.get_filename(), page));
+    Ok(())
+}
+
+/// Write the man pages into `dir`, each atomically and never through a planted symlink
+/// (clap_mangen's own `generate_to` opens with File::create, which follows links).
 fn write_man_pages(dir: &std::path::Path) -> Result<()> {
     use crate::Error;
-    std::fs::create_dir_all(dir).map_err(|e| {
-        Error::bad_input(format!(
-            "--out-dir {}: cannot create it ({e}); choose a writable directory",
-            dir.display()
-        ))
-    })?;
-    let cmd = Cli::command();
-    clap_mangen::generate_to(cmd, dir)
-        .map_err(|e| Error::runtime(format!("writing man pages into {}: {e}", dir.display())))?;
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut pages = Vec::new();
+    man_pages(cmd, &mut pages).map_err(|e| Error::runtime(format!("rendering man pages: {e}")))?;
+    let names = pages.iter().map(|(n, _)| n.clone()).collect();
+    let out = crate::files::OutputDir::open(dir, names, "--out-dir", false)?;
+    out.write(&pages)?;
     eprintln!("spinscope: man pages written to {}", dir.display());
     Ok(())
 }

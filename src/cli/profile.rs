@@ -2,14 +2,13 @@
 //! spin/latch/kernel-lock frames, and report weighted shares, sample counts, Amdahl bounds
 //! (upper bounds) and a flame graph.
 
-use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::{Error, Result, EXIT_OK};
+use crate::files;
 use crate::profile::{self, collect, Source};
 use crate::report;
 
@@ -85,38 +84,29 @@ pub struct ProfileArgs {
     pub save_script: Option<PathBuf>,
 }
 
-/// An output file opened before any recording, so a bad path fails at once; 0600 (the stacks
-/// name the server's code paths and, with --save-script, its binaries).
-fn open_output(flag: &str, path: &Path) -> Result<File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| {
-            Error::bad_input(format!(
-                "{flag} {}: cannot write ({e}); choose a writable path",
-                path.display()
-            ))
-        })
+/// An output created before any recording (a new temp file next to the path), so a bad path
+/// fails at once, and renamed over the path when written: a planted symlink is refused, never
+/// followed. 0600 (the stacks name the server's code paths and, with --save-script, its
+/// binaries).
+fn open_output(flag: &str, path: &Path) -> Result<files::Output> {
+    files::Output::create(path, flag, true)
 }
 
-fn write_out(flag: &str, path: &Path, f: File, bytes: &[u8]) -> Result<()> {
-    let mut w = BufWriter::new(f);
-    w.write_all(bytes)
-        .and_then(|_| w.flush())
-        .map_err(|e| Error::runtime(format!("{flag} {}: writing failed ({e})", path.display())))
+fn write_out(flag: &str, path: &Path, mut out: files::Output, bytes: &[u8]) -> Result<()> {
+    out.file()
+        .write_all(bytes)
+        .map_err(|e| Error::runtime(format!("{flag} {}: writing failed ({e})", path.display())))?;
+    out.commit()
 }
 
 /// A reader that copies what it reads to a file (`--save-script` while streaming).
-struct Tee<R> {
+struct Tee<R, W: Write> {
     inner: R,
-    out: BufWriter<File>,
+    out: BufWriter<W>,
     failed: Option<std::io::Error>,
 }
 
-impl<R: Read> Read for Tee<R> {
+impl<R: Read, W: Write> Read for Tee<R, W> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         if self.failed.is_none() {
@@ -148,6 +138,21 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
     if a.max_input_mb == 0 {
         return Err(Error::bad_input("--max-input-mb 0: give at least 1"));
     }
+    // Before anything is read or written: no output is the input or another output.
+    let outs: Vec<(&str, &Path)> = [
+        ("--folded", &a.folded),
+        ("--svg", &a.svg),
+        ("--save-script", &a.save_script),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+    .collect();
+    let ins: Vec<(&str, &Path)> = a
+        .perf_script
+        .iter()
+        .map(|p| ("--perf-script", p.as_path()))
+        .collect();
+    files::refuse_same(&ins, &outs)?;
     let folded_out = a
         .folded
         .as_deref()
@@ -170,18 +175,8 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
                 "--save-script: only with a live recording (--pid or --process)",
             ));
         }
-        let file = File::open(path).map_err(|e| {
-            Error::bad_input(format!(
-                "--perf-script {}: cannot read it ({e})",
-                path.display()
-            ))
-        })?;
-        if file.metadata().is_ok_and(|m| m.is_dir()) {
-            return Err(Error::bad_input(format!(
-                "--perf-script {}: is a directory; give a `perf script` text file",
-                path.display()
-            )));
-        }
+        // A FIFO, device or directory is refused without blocking.
+        let file = files::open_input(path, "--perf-script")?;
         let src = Source {
             kind: "perf-script".into(),
             file: Some(path.display().to_string()),
@@ -235,12 +230,17 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         };
         opts.empty_is_idle = true;
         let (an, _event) = collect::record_with(&req, mode, |r| match save {
-            Some(f) => {
+            Some(mut saved) => {
+                // A second handle on the temp file: the Tee owns it, `saved` renames it.
+                let file = saved
+                    .file()
+                    .try_clone()
+                    .map_err(|e| Error::runtime(format!("--save-script: writing failed ({e})")))?;
                 let mut tee = BufReader::with_capacity(
                     1 << 18,
                     Tee {
                         inner: r,
-                        out: BufWriter::new(f),
+                        out: BufWriter::new(file),
                         failed: None,
                     },
                 );
@@ -252,6 +252,8 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
                         "--save-script: writing failed ({e})"
                     )));
                 }
+                drop(out);
+                saved.commit()?;
                 Ok(an)
             }
             None => profile::analyse_reader(r, "perf script output", src, &opts),

@@ -31,6 +31,26 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: ReportArgs) -> Result<i32> {
+    // Before anything is read: no FIFO or device among the inputs (reading one can hang), and
+    // --out none of them.
+    for p in &a.inputs {
+        drop(crate::files::open_input_kind(p, "report input", true)?);
+    }
+    if let Some(out) = &a.out {
+        crate::files::check_output(out, "--out")?;
+        let snap: Vec<PathBuf> = a
+            .inputs
+            .iter()
+            .map(|p| p.join("doctor-snapshot.json"))
+            .collect();
+        let ins: Vec<(&str, &std::path::Path)> = a
+            .inputs
+            .iter()
+            .chain(snap.iter().filter(|p| p.exists()))
+            .map(|p| ("report input", p.as_path()))
+            .collect();
+        crate::files::refuse_same(&ins, &[("--out", out)])?;
+    }
     let inputs: Vec<html::Input> = a.inputs.iter().map(|p| html::load(p)).collect();
     for i in &inputs {
         if let html::Input::Skipped { source, why } = i {
@@ -42,7 +62,7 @@ pub fn run(a: ReportArgs) -> Result<i32> {
         Format::Md => html::markdown(&inputs),
     };
     match &a.out {
-        Some(p) => crate::files::write_atomic(p, page.as_bytes(), "--out", false)?,
+        Some(p) => crate::files::write_atomic(p, page.as_bytes(), "--out", true)?,
         None => {
             use std::io::Write;
             // A closed stdout (`| head`) ends quietly, as for every command.

@@ -120,6 +120,13 @@ pub fn run(a: RtArgs) -> Result<i32> {
     if let Some(p) = &a.save {
         crate::files::check_output(p, "--save")?;
     }
+    if let Some(f) = &a.read {
+        // A FIFO or device is refused at once (reading one could hang); pcap reopens the path.
+        drop(crate::files::open_input(f, "--read")?);
+        if let Some(p) = &a.save {
+            crate::files::refuse_same(&[("--read", f)], &[("--save", p)])?;
+        }
+    }
     let source = match &a.read {
         Some(f) => Source::File(f.clone()),
         None => Source::Live {
@@ -176,7 +183,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
     if let Some(p) = &a.save {
         let doc = serde_json::to_vec_pretty(&report)
             .map_err(|e| Error::runtime(format!("encoding the run: {e}")))?;
-        crate::files::write_atomic(p, &doc, "--save", false)?;
+        crate::files::write_atomic(p, &doc, "--save", true)?;
         eprintln!("spinscope: rt run saved to {}", p.display());
     }
     let t = &report.tracker;

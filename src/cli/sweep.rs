@@ -107,7 +107,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub sql: Option<PathBuf>,
     /// Allow --sql statements other than SELECT/INSERT/UPDATE/DELETE/REPLACE/transactions
-    /// (DDL, SET, CALL ...) and writes to schemas other than --schema.
+    /// (DDL, SET, CALL ...) and writes to user schemas other than --schema. System schemas
+    /// (mysql, sys, performance_schema, information_schema) are never written, with any flag.
     #[arg(long)]
     pub allow_writes_outside: bool,
     /// Thread ladder: 1,2,4,8 or 1..64:x2 or 4..32:+4.
@@ -204,16 +205,19 @@ pub fn run(args: SweepArgs) -> Result<i32> {
 
 /// The flags as a plan; every input checked before connecting.
 fn plan(a: &RunArgs) -> Result<SweepPlan> {
+    // No output is the --sql input or another output, before anything is read.
+    let outs: Vec<(&str, &std::path::Path)> =
+        [("--save", &a.save), ("--csv", &a.csv), ("--html", &a.html)]
+            .into_iter()
+            .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+            .collect();
+    let ins: Vec<(&str, &std::path::Path)> = a.sql.iter().map(|p| ("--sql", p.as_path())).collect();
+    crate::files::refuse_same(&ins, &outs)?;
     let ladder = parse_ladder(&a.threads).map_err(Error::bad_input)?;
     let variants = parse_variants(&a.variants).map_err(Error::bad_input)?;
     let (kind, custom) = match &a.sql {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Error::bad_input(format!(
-                    "--sql {}: cannot read it ({e}); give a readable file",
-                    path.display()
-                ))
-            })?;
+            let text = crate::files::read_capped(path, 16 << 20, "--sql")?;
             let stmts = parse_sql_file(&text).map_err(Error::bad_input)?;
             (Kind::Custom, stmts)
         }

@@ -112,6 +112,9 @@ fn plan(a: &TuneArgs) -> Result<TunePlan> {
 }
 
 pub fn run(a: TuneArgs) -> Result<i32> {
+    if let (Some(sql), Some(save)) = (&a.sql, &a.save) {
+        crate::files::refuse_same(&[("--sql", sql)], &[("--save", save)])?;
+    }
     let plan = plan(&a)?;
     if let Some(p) = &a.save {
         crate::files::check_output(p, "--save")?;

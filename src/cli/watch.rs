@@ -207,6 +207,10 @@ pub fn plan(a: &WatchArgs) -> Result<WatchPlan> {
 pub fn run(a: WatchArgs) -> Result<i32> {
     let p = plan(&a)?;
     let out = p.out_dir.clone();
+    // A link planted at the log watch appends to is refused before the watch starts.
+    if out.is_dir() {
+        crate::files::check_output(&out.join("watch.log"), "--out")?;
+    }
     let stop = crate::interrupt::install()?;
     let s = watch::run(p, stop)?;
     println!(

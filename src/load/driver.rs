@@ -127,6 +127,10 @@ pub struct StepOutcome {
     /// retries and transactions cut off by the end included): what the server's
     /// `Com_stmt_execute` counts.
     pub executes: u64,
+    /// Of `executes`, those whose connection ended after they were sent and before their
+    /// answer (events client; e.g. a KILL): the server may or may not have run them, so its
+    /// count lies between `executes - executes_unanswered` and `executes`.
+    pub executes_unanswered: u64,
 }
 
 /// Progress counters of one client, on its own cache line: each client writes only its own,
@@ -164,6 +168,7 @@ pub(crate) struct ClientResult {
     pub(crate) lag_s: f64,
     pub(crate) first_error: Option<String>,
     pub(crate) executes: u64,
+    pub(crate) executes_unanswered: u64,
 }
 
 impl ClientResult {
@@ -180,6 +185,7 @@ impl ClientResult {
             lag_s: 0.0,
             first_error: None,
             executes: 0,
+            executes_unanswered: 0,
         }
     }
 
@@ -661,10 +667,12 @@ pub fn run_step(
         schedule_lag_s: 0.0,
         first_error: None,
         executes: 0,
+        executes_unanswered: 0,
     };
     for r in results {
         out.late_prepares += r.late_prepares;
         out.executes += r.executes;
+        out.executes_unanswered += r.executes_unanswered;
         let _ = out.hist.add(&r.hist);
         out.txns += r.txns;
         out.queries += r.queries;

@@ -9,6 +9,7 @@ pub mod driver;
 pub mod guard;
 pub mod schema;
 pub mod spec;
+pub mod sql_guard;
 pub mod wire;
 pub mod workload;
 

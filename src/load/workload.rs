@@ -16,7 +16,7 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-pub use super::wire::codec::Arg;
+pub use crate::proto::command::Arg;
 
 /// The built-in mixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -324,7 +324,22 @@ pub fn refuse_custom(st: &CustomStmt, known: &[String], scratch: &str) -> Option
     }
 }
 
-/// Check a custom workload against the server before any load or change: every statement is
+/// Why a `--sql` statement may not run whatever the flags: it would write a system schema
+/// (see [`super::sql_guard`]). None: it may. Needs no server, so plans check it first.
+pub fn refuse_system(st: &CustomStmt) -> Option<String> {
+    super::sql_guard::system_write(&st.sql.replace("{table}", "sbtest1"))
+        .map(|why| format!("refused: {why}; --allow-writes-outside covers other user schemas only"))
+}
+
+/// The first statement of `custom` that [`refuse_system`] refuses: its line, text and reason.
+pub fn first_system_write(custom: &[CustomStmt]) -> Option<(usize, String, String)> {
+    custom
+        .iter()
+        .find_map(|st| refuse_system(st).map(|why| (st.line, st.text.clone(), why)))
+}
+
+/// Check a custom workload against the server before any load or change: no statement
+/// writes a system schema ([`refuse_system`], whatever the flags), every statement is
 /// allowed (see [`refuse_custom`]; skipped with `allow_writes_outside`) and prepares (not
 /// executes) without error, with `{table}` as `sbtest1`. `conn` must be in the scratch schema.
 /// Returns the offending line, its text and the reason.
@@ -334,6 +349,9 @@ pub fn check_custom(
     scratch: &str,
     allow_writes_outside: bool,
 ) -> Result<(), (usize, String, String)> {
+    if let Some(refused) = first_system_write(custom) {
+        return Err(refused);
+    }
     let known: Vec<String> = conn.query("SHOW DATABASES").unwrap_or_default();
     for st in custom {
         // Prepare first (nothing runs): a statement the server cannot parse is reported as the

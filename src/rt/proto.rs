@@ -13,6 +13,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
+use crate::proto::answer::{Answer, Outcome, Progress};
+use crate::proto::packet::{Flow, Packet, PacketReader, MAX_PAYLOAD};
+use crate::proto::{caps, com};
+
 /// One TCP connection: the client's and the server's address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConnKey {
@@ -52,17 +56,17 @@ pub enum Command {
     Unknown,
 }
 
-pub const COM_QUIT: u8 = 0x01;
-pub const COM_QUERY: u8 = 0x03;
-pub const COM_FIELD_LIST: u8 = 0x04;
-pub const COM_STATISTICS: u8 = 0x09;
-pub const COM_STMT_PREPARE: u8 = 0x16;
-pub const COM_STMT_EXECUTE: u8 = 0x17;
-pub const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
-pub const COM_STMT_CLOSE: u8 = 0x19;
-pub const COM_STMT_FETCH: u8 = 0x1c;
+pub const COM_QUIT: u8 = com::QUIT;
+pub const COM_QUERY: u8 = com::QUERY;
+pub const COM_FIELD_LIST: u8 = com::FIELD_LIST;
+pub const COM_STATISTICS: u8 = com::STATISTICS;
+pub const COM_STMT_PREPARE: u8 = com::STMT_PREPARE;
+pub const COM_STMT_EXECUTE: u8 = com::STMT_EXECUTE;
+pub const COM_STMT_SEND_LONG_DATA: u8 = com::STMT_SEND_LONG_DATA;
+pub const COM_STMT_CLOSE: u8 = com::STMT_CLOSE;
+pub const COM_STMT_FETCH: u8 = com::STMT_FETCH;
 /// MariaDB's bulk execute.
-pub const COM_STMT_BULK_EXECUTE: u8 = 0xfa;
+pub const COM_STMT_BULK_EXECUTE: u8 = com::STMT_BULK_EXECUTE;
 
 const NAMES: [&str; 32] = [
     "COM_SLEEP",
@@ -150,10 +154,11 @@ pub const MAX_CONNECTIONS: usize = 200_000;
 /// A connection without a segment for this long is forgotten.
 pub const EVICT_NS: u64 = 600_000_000_000;
 
-const CLIENT_COMPRESS: u32 = 0x20;
-const CLIENT_SSL: u32 = 0x800;
-const CLIENT_DEPRECATE_EOF: u32 = 1 << 24;
-const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
+const CLIENT_COMPRESS: u32 = caps::COMPRESS;
+const CLIENT_SSL: u32 = caps::SSL;
+const CLIENT_DEPRECATE_EOF: u32 = caps::DEPRECATE_EOF;
+/// Bytes of a server packet kept: enough for an OK's status, an ERR's code, a column count.
+const SERVER_KEEP: usize = 64;
 
 /// Totals over the tracker's life.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -183,125 +188,44 @@ enum Mode {
     Unsynced,
 }
 
-/// Reads MySQL packet framing (3-byte length, 1-byte sequence id) from a byte stream and keeps
-/// the first bytes of each packet's body.
-#[derive(Clone, Debug, Default)]
-struct PktReader {
-    hdr: [u8; 4],
-    hdr_have: usize,
-    body_len: usize,
-    body_left: usize,
-    prefix: Vec<u8>,
+/// One direction of a connection: its packets (read by [`crate::proto::packet`]), until the
+/// capture lost bytes of it or its framing stopped making sense.
+#[derive(Clone, Debug)]
+struct Side {
+    packets: PacketReader,
     lost: bool,
 }
 
-/// One packet read whole: its length, sequence id and first body bytes.
-struct Pkt<'p> {
-    len: usize,
-    seq: u8,
-    prefix: &'p [u8],
-}
+impl Side {
+    fn new(keep: usize) -> Side {
+        Side {
+            packets: PacketReader::new(keep, MAX_PAYLOAD),
+            lost: false,
+        }
+    }
 
-impl PktReader {
     fn reset(&mut self) {
-        self.hdr_have = 0;
-        self.body_left = 0;
-        self.body_len = 0;
-        self.prefix.clear();
+        self.packets.reset();
         self.lost = false;
     }
 
-    /// Feed bytes; `on_pkt` sees each packet completed by them. `keep` is how many body bytes
-    /// to keep per packet.
-    fn feed(&mut self, mut b: &[u8], keep: usize, on_pkt: &mut dyn FnMut(Pkt<'_>)) {
+    /// Feed bytes; `on_pkt` sees each packet completed by them. False when the framing broke
+    /// (a sequence id out of order, a length past the protocol's): the side is then lost.
+    fn feed(&mut self, b: &[u8], on_pkt: &mut dyn FnMut(Packet<'_>)) -> bool {
         if self.lost {
-            return;
+            return true;
         }
-        while !b.is_empty() {
-            if self.hdr_have < 4 {
-                let n = (4 - self.hdr_have).min(b.len());
-                self.hdr[self.hdr_have..self.hdr_have + n].copy_from_slice(&b[..n]);
-                self.hdr_have += n;
-                b = &b[n..];
-                if self.hdr_have == 4 {
-                    self.body_len = u24(&self.hdr);
-                    self.body_left = self.body_len;
-                    self.prefix.clear();
-                    if self.body_len == 0 {
-                        self.hdr_have = 0;
-                        on_pkt(Pkt {
-                            len: 0,
-                            seq: self.hdr[3],
-                            prefix: &[],
-                        });
-                    }
-                }
-                continue;
-            }
-            let n = self.body_left.min(b.len());
-            let want = keep.saturating_sub(self.prefix.len()).min(n);
-            self.prefix.extend_from_slice(&b[..want]);
-            self.body_left -= n;
-            b = &b[n..];
-            if self.body_left == 0 {
-                self.hdr_have = 0;
-                on_pkt(Pkt {
-                    len: self.body_len,
-                    seq: self.hdr[3],
-                    prefix: &self.prefix,
-                });
-            }
-        }
+        let fed = self.packets.feed(b, &mut |p| {
+            on_pkt(p);
+            Flow::Go
+        });
+        self.lost = fed.is_err();
+        fed.is_ok()
     }
 }
 
 fn u24(b: &[u8]) -> usize {
     b[0] as usize | (b[1] as usize) << 8 | (b[2] as usize) << 16
-}
-
-/// Length-encoded integer at the start of `b`: (value, bytes used).
-fn lenenc(b: &[u8]) -> Option<(u64, usize)> {
-    let first = *b.first()?;
-    let (n, skip) = match first {
-        0..=0xfa => return Some((first as u64, 1)),
-        0xfc => (2, 1),
-        0xfd => (3, 1),
-        0xfe => (8, 1),
-        _ => return None,
-    };
-    let bytes = b.get(skip..skip + n)?;
-    let v = bytes
-        .iter()
-        .rev()
-        .fold(0u64, |acc, &x| (acc << 8) | x as u64);
-    Some((v, skip + n))
-}
-
-/// Status flags of an OK packet body (`0x00`/`0xfe` header) or an EOF body (5 bytes).
-fn status_flags(body: &[u8], len: usize) -> Option<u16> {
-    if body.first() == Some(&0xfe) && len == 5 {
-        return body.get(3..5).map(|s| u16::from_le_bytes([s[0], s[1]]));
-    }
-    let (_, a) = lenenc(body.get(1..)?)?;
-    let (_, b) = lenenc(body.get(1 + a..)?)?;
-    let s = body.get(1 + a + b..3 + a + b)?;
-    Some(u16::from_le_bytes([s[0], s[1]]))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Resp {
-    /// Waiting for the first packet of an answer (or of the next result set).
-    First,
-    /// Column (or prepare parameter) definitions still to come.
-    Defs(u64),
-    /// After the column definitions of a result set.
-    AfterColumns,
-    Rows,
-    /// COM_FIELD_LIST: definitions until an EOF.
-    UntilEof,
-    /// Cannot follow: the end comes from the direction change.
-    Opaque,
-    Done,
 }
 
 #[derive(Clone, Debug)]
@@ -313,7 +237,9 @@ struct Req {
     last_resp_ns: u64,
     resp_bytes: u64,
     error: bool,
-    resp: Resp,
+    /// The answer as read so far; None when it cannot be read (its end then comes from the
+    /// direction change).
+    answer: Option<Answer>,
 }
 
 #[derive(Clone, Debug)]
@@ -324,8 +250,8 @@ struct Conn {
     next_seq: [Option<u32>; 2],
     last_dir: Option<Dir>,
     req: Option<Req>,
-    client: PktReader,
-    server: PktReader,
+    client: Side,
+    server: Side,
     last_ns: u64,
 }
 
@@ -338,8 +264,8 @@ impl Conn {
             next_seq: [None, None],
             last_dir: None,
             req: None,
-            client: PktReader::default(),
-            server: PktReader::default(),
+            client: Side::new(QUERY_TEXT_CAP + 1),
+            server: Side::new(SERVER_KEEP),
             last_ns: ts,
         }
     }
@@ -507,13 +433,10 @@ fn client_bytes(
         Mode::Handshake => {
             let mut caps = None;
             let mut ssl_request = false;
-            c.client.feed(b, 4, &mut |p| {
-                if caps.is_none() && p.seq == 1 && p.prefix.len() >= 4 {
+            c.client.feed(b, &mut |p| {
+                if caps.is_none() && p.seq == 1 && p.head.len() >= 4 {
                     caps = Some(u32::from_le_bytes([
-                        p.prefix[0],
-                        p.prefix[1],
-                        p.prefix[2],
-                        p.prefix[3],
+                        p.head[0], p.head[1], p.head[2], p.head[3],
                     ]));
                     ssl_request = p.len == 32 && caps.unwrap_or(0) & CLIENT_SSL != 0;
                 }
@@ -569,7 +492,7 @@ fn client_bytes(
                 last_resp_ns: ts,
                 resp_bytes: 0,
                 error: false,
-                resp: Resp::First,
+                answer: None,
             });
             req.end_ns = ts;
             if !plain {
@@ -590,8 +513,8 @@ fn client_bytes(
             }
             // Walk the commands of the run: the last answered one is the request; unanswered
             // ones (COM_STMT_CLOSE before the next execute) are counted.
-            c.client.feed(b, QUERY_TEXT_CAP + 1, &mut |p| {
-                let Some(&cmd) = p.prefix.first() else {
+            c.client.feed(b, &mut |p| {
+                let Some(&cmd) = p.head.first() else {
                     bad = true;
                     return;
                 };
@@ -606,7 +529,7 @@ fn client_bytes(
                     out.push(Event::NoResponse(Command::Known(cmd)));
                 } else {
                     req.command = Command::Known(cmd);
-                    req.query = (cmd == COM_QUERY).then(|| p.prefix[1..].to_vec());
+                    req.query = (cmd == COM_QUERY).then(|| p.head[1..].to_vec());
                 }
             });
             if hole {
@@ -653,9 +576,9 @@ fn server_bytes(
     match c.mode {
         Mode::Handshake => {
             let mut end = None;
-            c.server.feed(b, 1, &mut |p| {
+            c.server.feed(b, &mut |p| {
                 if p.seq >= 2 {
-                    match p.prefix.first() {
+                    match p.head.first() {
                         Some(0x00) => end = Some(true),
                         Some(0xff) => end = Some(false),
                         _ => {}
@@ -698,169 +621,57 @@ fn server_bytes(
             if req.first_resp_ns.is_none() {
                 req.first_resp_ns = Some(ts);
                 c.server.reset();
-                if matches!(req.command, Command::Unknown | Command::Known(PENDING))
-                    || c.client.lost
-                {
-                    req.resp = Resp::Opaque;
-                }
+                req.answer = match req.command {
+                    Command::Known(cmd) if cmd != PENDING && !c.client.lost => {
+                        // The answer's frames count on from the request's last one.
+                        let next = c.client.packets.next_seq();
+                        c.server.packets.expect_seq(Some(next));
+                        Some(Answer::observed(cmd, c.deprecate_eof))
+                    }
+                    _ => None,
+                };
             }
             req.last_resp_ns = ts;
             req.resp_bytes += wire_len as u64;
             if c.mode == Mode::Opaque {
                 return;
             }
-            let cmd = match req.command {
-                Command::Known(x) => x,
-                Command::Unknown => 0xff,
+            let Some(answer) = req.answer.as_mut() else {
+                return;
             };
-            let dep = &mut c.deprecate_eof;
-            let mut extra = false;
-            c.server.feed(b, 32, &mut |p| {
-                if req.resp == Resp::Done {
+            let (mut extra, mut finished) = (false, answer.finished());
+            let mut unreadable = false;
+            let framed = c.server.feed(b, &mut |p| {
+                if finished {
                     extra = true;
                     return;
                 }
-                req.resp = next_resp(req.resp, cmd, &p, dep, &mut req.error);
+                match answer.packet(&p) {
+                    Progress::More => {}
+                    Progress::Done(o) => {
+                        finished = true;
+                        req.error = matches!(o, Outcome::Err(_));
+                    }
+                    Progress::Unreadable(_) => unreadable = true,
+                }
             });
+            if answer.deprecate_eof().is_some() {
+                c.deprecate_eof = answer.deprecate_eof();
+            }
+            if !framed {
+                counters.resyncs += 1;
+            }
             if hole {
                 c.server.lost = true;
-                if req.resp != Resp::Done {
-                    req.resp = Resp::Opaque;
-                }
             }
             if extra {
                 counters.resyncs += 1;
             }
-            if req.resp == Resp::Done {
+            if finished {
                 let r = c.req.take().expect("present");
                 out.push(Event::Exchange(exchange_of(key, r)));
-            }
-        }
-    }
-}
-
-/// The answer's reading state after one more server packet.
-fn next_resp(
-    state: Resp,
-    cmd: u8,
-    p: &Pkt<'_>,
-    deprecate_eof: &mut Option<bool>,
-    error: &mut bool,
-) -> Resp {
-    let b0 = p.prefix.first().copied();
-    let more = |p: &Pkt<'_>| {
-        status_flags(p.prefix, p.len).is_some_and(|s| s & SERVER_MORE_RESULTS_EXISTS != 0)
-    };
-    let terminator = b0 == Some(0xfe) && p.len < 0xff_ffff;
-    match state {
-        Resp::Opaque | Resp::Done => state,
-        Resp::First => match b0 {
-            Some(0xff) => {
-                *error = true;
-                Resp::Done
-            }
-            Some(0x00) if cmd == COM_STMT_PREPARE => {
-                let n = |i: usize| {
-                    p.prefix
-                        .get(i..i + 2)
-                        .map(|s| u16::from_le_bytes([s[0], s[1]]) as u64)
-                };
-                match (n(5), n(7), *deprecate_eof) {
-                    (Some(cols), Some(params), Some(dep)) => {
-                        let eofs = if dep {
-                            0
-                        } else {
-                            (cols > 0) as u64 + (params > 0) as u64
-                        };
-                        match cols + params + eofs {
-                            0 => Resp::Done,
-                            k => Resp::Defs(k),
-                        }
-                    }
-                    _ => Resp::Opaque,
-                }
-            }
-            Some(_) if cmd == COM_STMT_FETCH => {
-                if terminator {
-                    Resp::Done
-                } else {
-                    Resp::Rows
-                }
-            }
-            Some(0x00) => {
-                if more(p) {
-                    Resp::First
-                } else {
-                    Resp::Done
-                }
-            }
-            Some(0xfb) => Resp::Opaque,
-            Some(_) if cmd == COM_STATISTICS => Resp::Done,
-            Some(_) if cmd == COM_FIELD_LIST => Resp::UntilEof,
-            Some(_) if matches!(cmd, COM_QUERY | COM_STMT_EXECUTE | COM_STMT_BULK_EXECUTE) => {
-                match lenenc(p.prefix) {
-                    Some((n, _)) if n > 0 => Resp::Defs(n),
-                    _ => Resp::Opaque,
-                }
-            }
-            _ => Resp::Opaque,
-        },
-        Resp::Defs(n) => {
-            if n > 1 {
-                Resp::Defs(n - 1)
-            } else if cmd == COM_STMT_PREPARE {
-                Resp::Done
-            } else {
-                Resp::AfterColumns
-            }
-        }
-        Resp::AfterColumns => {
-            if b0 == Some(0xff) {
-                *error = true;
-                Resp::Done
-            } else if terminator && p.len < 9 {
-                if *deprecate_eof == Some(true) {
-                    if more(p) {
-                        Resp::First
-                    } else {
-                        Resp::Done
-                    }
-                } else {
-                    // The EOF after the definitions (or, unknowable here, the end of an empty
-                    // result with CLIENT_DEPRECATE_EOF: then the next request ends it).
-                    Resp::Rows
-                }
-            } else {
-                // A row right after the definitions: no EOF packets on this connection.
-                *deprecate_eof = Some(true);
-                Resp::Rows
-            }
-        }
-        Resp::Rows => {
-            if b0 == Some(0xff) {
-                *error = true;
-                Resp::Done
-            } else if terminator {
-                if *deprecate_eof != Some(true) && p.len < 9 {
-                    *deprecate_eof = Some(false);
-                }
-                if more(p) {
-                    Resp::First
-                } else {
-                    Resp::Done
-                }
-            } else {
-                Resp::Rows
-            }
-        }
-        Resp::UntilEof => {
-            if b0 == Some(0xff) {
-                *error = true;
-                Resp::Done
-            } else if terminator {
-                Resp::Done
-            } else {
-                Resp::UntilEof
+            } else if unreadable || !framed || hole {
+                req.answer = None;
             }
         }
     }

@@ -120,6 +120,13 @@ impl SweepPlan {
         if self.kind == Kind::Custom && self.custom.is_empty() {
             return Err(Error::bad_input("--sql: the file holds no statement"));
         }
+        // System schemas are never written, whatever the flags: refused before connecting.
+        if let Some((line, text, why)) = crate::load::workload::first_system_write(&self.custom) {
+            return Err(Error::bad_input(format!(
+                "--sql {} line {line} `{text}`: {why}",
+                self.sql_file.as_deref().unwrap_or_default()
+            )));
+        }
         secs("--warmup", self.warmup.as_secs_f64(), 0.0, 3600.0)?;
         secs("--duration", self.duration.as_secs_f64(), 0.2, 86_400.0)?;
         for (p, flag) in [(&self.outputs.save, "--save"), (&self.outputs.csv, "--csv")] {

@@ -221,6 +221,7 @@ mod tests {
             schedule_lag_s: 0.0,
             first_error: None,
             executes: 0,
+            executes_unanswered: 0,
         }
     }
 

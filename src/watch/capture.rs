@@ -249,14 +249,10 @@ static INDEX: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Append one line to `watch.log` (created private on first use).
 pub fn append_log(out: &Path, line: &LogLine) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let _g = INDEX.lock();
     let path = out.join("watch.log");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)
+    // O_NOFOLLOW: a symlink planted at watch.log is refused, never appended through.
+    let mut f = crate::files::append_nofollow(&path, 0o600)
         .map_err(|e| Error::runtime(format!("appending to {}: {e}", path.display())))?;
     let s = serde_json::to_string(line).map_err(|e| Error::runtime(e.to_string()))? + "\n";
     f.write_all(s.as_bytes())

@@ -1,6 +1,6 @@
-//! A connection spoken with [`super::codec`]: the handshake and the setup commands are done
+//! A connection spoken with [`crate::proto`]: the handshake and the setup commands are done
 //! blocking (with the target's timeouts); the event client then sets the socket nonblocking
-//! and drives it itself.
+//! and drives it itself, feeding what it reads to [`WireConn::take`].
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -9,7 +9,10 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::codec::{self, caps, AuthReply, Expect, Outcome, Reader, ServerError, Step};
+use crate::proto::answer::{Answer, Outcome, Progress};
+use crate::proto::command::{self, AuthReply};
+use crate::proto::packet::{self, Flow, PacketReader, MAX_PAYLOAD};
+use crate::proto::{caps, com, Malformed, ServerError};
 
 /// Where and as whom to connect (never printed with the password).
 #[derive(Clone)]
@@ -55,7 +58,7 @@ impl std::fmt::Debug for Endpoint {
 pub enum WireError {
     Server(ServerError),
     Io(io::Error),
-    Protocol(codec::Malformed),
+    Protocol(Malformed),
     /// Something this client does not speak (an auth plugin, full caching_sha2 auth over TCP).
     Unsupported(String),
 }
@@ -102,8 +105,8 @@ impl From<io::Error> for WireError {
         WireError::Io(e)
     }
 }
-impl From<codec::Malformed> for WireError {
-    fn from(e: codec::Malformed) -> Self {
+impl From<Malformed> for WireError {
+    fn from(e: Malformed) -> Self {
         WireError::Protocol(e)
     }
 }
@@ -166,6 +169,12 @@ impl AsRawFd for Stream {
     }
 }
 
+/// Bytes of each answer packet kept: an ERR with its whole message, an OK, a column count,
+/// the prepare answer's header (rows are counted, never kept).
+const KEEP: usize = 1024;
+/// Bytes of a handshake packet kept (a greeting, an auth switch, an RSA public key).
+const HANDSHAKE_MAX: usize = 64 * 1024;
+
 /// An authenticated connection.
 #[derive(Debug)]
 pub struct WireConn {
@@ -174,8 +183,13 @@ pub struct WireConn {
     pub deprecate_eof: bool,
     pub connection_id: u32,
     pub server_version: String,
-    /// Bytes read but not consumed yet.
-    pub inbuf: Vec<u8>,
+    /// The packets read from the server so far (a packet may end in a later read).
+    packets: PacketReader,
+    /// The answer awaited; None when no request is out.
+    answer: Option<Answer>,
+    /// An error the server sent unasked (e.g. when the connection was killed); the server
+    /// closes the connection after it.
+    pub unsolicited: Option<ServerError>,
 }
 
 const WANT: u32 = caps::LONG_PASSWORD
@@ -206,20 +220,46 @@ fn scramble(plugin: &str, nonce: &[u8], password: &str) -> Result<Vec<u8>, WireE
     }
 }
 
-/// Read one packet (blocking).
-fn read_packet(s: &mut Stream, buf: &mut Vec<u8>) -> Result<(u8, Vec<u8>), WireError> {
-    loop {
-        if let Some(f) = codec::frame(buf) {
-            if f.len >= codec::MAX_FRAME {
-                return Err(WireError::Protocol(codec::Malformed(
-                    "16 MB packet during the handshake",
-                )));
-            }
-            let p = buf[f.first.clone()].to_vec();
-            buf.drain(..f.wire_len);
-            return Ok((f.seq, p));
+/// The blocking reads of the handshake: one packet at a time, sequence ids checked.
+struct Handshake {
+    packets: PacketReader,
+    /// Bytes read but not yet framed.
+    pending: Vec<u8>,
+}
+
+impl Handshake {
+    fn new() -> Handshake {
+        let mut packets = PacketReader::new(HANDSHAKE_MAX, HANDSHAKE_MAX);
+        packets.expect_seq(Some(0));
+        Handshake {
+            packets,
+            pending: Vec::new(),
         }
-        fill(s, buf)?;
+    }
+
+    /// Read the next packet: (its sequence id, its payload).
+    fn read(&mut self, s: &mut Stream) -> Result<(u8, Vec<u8>), WireError> {
+        loop {
+            let mut got = None;
+            let used = self.packets.feed(&self.pending, &mut |p| {
+                got = Some((p.seq, p.head.to_vec()));
+                Flow::Stop
+            })?;
+            self.pending.drain(..used);
+            if let Some(g) = got {
+                return Ok(g);
+            }
+            fill(s, &mut self.pending)?;
+        }
+    }
+
+    /// Send `payload` as the packet that follows the last one read.
+    fn send(&mut self, s: &mut Stream, payload: &[u8]) -> Result<(), WireError> {
+        let mut out = Vec::with_capacity(payload.len() + 4);
+        let next = packet::put_packet(&mut out, self.packets.next_seq(), payload);
+        self.packets.expect_seq(Some(next));
+        s.write_all(&out)?;
+        Ok(())
     }
 }
 
@@ -227,17 +267,21 @@ fn fill(s: &mut Stream, buf: &mut Vec<u8>) -> Result<(), WireError> {
     let mut tmp = [0u8; 16384];
     let n = s.read(&mut tmp)?;
     if n == 0 {
-        return Err(WireError::Io(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the server closed the connection",
-        )));
+        return Err(closed());
     }
     buf.extend_from_slice(&tmp[..n]);
     Ok(())
 }
 
-/// Connect, authenticate, and leave the socket blocking with the query timeout.
-pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
+/// The error of a connection the server closed.
+pub fn closed() -> WireError {
+    WireError::Io(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the server closed the connection",
+    ))
+}
+
+fn open(ep: &Endpoint) -> Result<Stream, WireError> {
     let stream = match &ep.socket {
         Some(p) => Stream::Unix(UnixStream::connect(p)?),
         None => {
@@ -259,15 +303,15 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
         }
     };
     stream.set_timeouts(Some(ep.connect_timeout))?;
-    let mut c = WireConn {
-        stream,
-        deprecate_eof: false,
-        connection_id: 0,
-        server_version: String::new(),
-        inbuf: Vec::with_capacity(16384),
-    };
-    let (_, p) = read_packet(&mut c.stream, &mut c.inbuf)?;
-    let g = codec::parse_greeting(&p)?.map_err(WireError::Server)?;
+    Ok(stream)
+}
+
+/// Connect, authenticate, and leave the socket blocking with the query timeout.
+pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
+    let mut stream = open(ep)?;
+    let mut hs = Handshake::new();
+    let (_, p) = hs.read(&mut stream)?;
+    let g = command::parse_greeting(&p)?.map_err(WireError::Server)?;
     if g.caps & caps::PROTOCOL_41 == 0 || g.caps & caps::SECURE_CONNECTION == 0 {
         return Err(WireError::Unsupported(
             "the server does not speak protocol 4.1 authentication".into(),
@@ -287,9 +331,33 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
         want |= caps::CONNECT_WITH_DB;
     }
     let agreed = want & g.caps;
-    c.deprecate_eof = agreed & caps::DEPRECATE_EOF != 0;
-    c.connection_id = g.connection_id;
-    c.server_version = g.server_version.clone();
+    authenticate(ep, &mut stream, &mut hs, &g, agreed)?;
+    stream.set_timeouts(Some(ep.query_timeout))?;
+    let mut c = WireConn {
+        stream,
+        deprecate_eof: agreed & caps::DEPRECATE_EOF != 0,
+        connection_id: g.connection_id,
+        server_version: g.server_version,
+        packets: PacketReader::new(KEEP, MAX_PAYLOAD),
+        answer: None,
+        unsolicited: None,
+    };
+    // Anything the server sent after its OK was sent unasked.
+    if !hs.pending.is_empty() {
+        c.take(&hs.pending)?;
+    }
+    Ok(c)
+}
+
+/// The login after the greeting: the handshake response, auth switches and the
+/// caching_sha2_password exchange, until the server's OK.
+fn authenticate(
+    ep: &Endpoint,
+    s: &mut Stream,
+    hs: &mut Handshake,
+    g: &command::Greeting,
+    agreed: u32,
+) -> Result<(), WireError> {
     let password = ep.password.clone().unwrap_or_default();
     let mut plugin = if g.plugin.is_empty() {
         "mysql_native_password".to_string()
@@ -304,32 +372,28 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
             scramble(&plugin, &g.nonce, &password)?
         }
     };
-    let resp = codec::handshake_response(agreed, &ep.user, &auth, ep.db.as_deref(), &plugin);
-    let mut out = Vec::with_capacity(resp.len() + 4);
-    codec::put_packet(&mut out, 1, &resp);
-    c.stream.write_all(&out)?;
+    let resp = command::handshake_response(agreed, &ep.user, &auth, ep.db.as_deref(), &plugin);
+    hs.send(s, &resp)?;
     loop {
-        let (s, p) = read_packet(&mut c.stream, &mut c.inbuf)?;
-        let seq = s.wrapping_add(1);
-        match codec::parse_auth_reply(&p)? {
-            AuthReply::Ok => break,
+        let (_, p) = hs.read(s)?;
+        match command::parse_auth_reply(&p)? {
+            AuthReply::Ok => return Ok(()),
             AuthReply::Err(e) => return Err(WireError::Server(e)),
-            AuthReply::Switch { plugin: name, nonce } => {
+            AuthReply::Switch {
+                plugin: name,
+                nonce,
+            } => {
                 let a = scramble(&name, &nonce, &password)?;
                 plugin = name;
-                out.clear();
-                codec::put_packet(&mut out, seq, &a);
-                c.stream.write_all(&out)?;
+                hs.send(s, &a)?;
             }
             AuthReply::More(d) if plugin == "caching_sha2_password" => match d.first() {
                 Some(3) => {} // fast auth done; the OK follows
-                Some(4) if matches!(c.stream, Stream::Unix(_)) => {
+                Some(4) if matches!(s, Stream::Unix(_)) => {
                     // Full authentication: the password in clear is allowed on a local socket.
                     let mut pw = password.clone().into_bytes();
                     pw.push(0);
-                    out.clear();
-                    codec::put_packet(&mut out, seq, &pw);
-                    c.stream.write_all(&out)?;
+                    hs.send(s, &pw)?;
                 }
                 _ => {
                     return Err(WireError::Unsupported(
@@ -344,25 +408,73 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
             }
         }
     }
-    c.stream.set_timeouts(Some(ep.query_timeout))?;
-    Ok(c)
 }
 
 impl WireConn {
-    /// Send `out` and read one response (blocking).
-    pub fn roundtrip(&mut self, out: &[u8], expect: Expect) -> Result<Outcome, WireError> {
+    /// The request for command `cmd` was (or is about to be) written: its answer is awaited,
+    /// starting at sequence id 1.
+    pub fn asked(&mut self, cmd: u8) {
+        self.answer = Some(Answer::new(cmd, self.deprecate_eof));
+        self.packets.expect_seq(Some(1));
+    }
+
+    /// Whether an answer is awaited.
+    pub fn awaiting(&self) -> bool {
+        self.answer.is_some()
+    }
+
+    /// Read `bytes` the server sent: the awaited answer, when they complete it. Packets that
+    /// come when no answer is awaited were sent unasked: an error is kept in
+    /// [`WireConn::unsolicited`] (the server closes the connection after it), anything else
+    /// is a protocol error; so bytes after a complete answer are never taken for the next one.
+    pub fn take(&mut self, bytes: &[u8]) -> Result<Option<Outcome>, WireError> {
+        let mut done = None;
+        let mut bad = None;
+        let mut at = 0;
+        while at < bytes.len() && bad.is_none() {
+            let (answer, unsolicited) = (&mut self.answer, &mut self.unsolicited);
+            at += self.packets.feed(&bytes[at..], &mut |p| {
+                let Some(a) = answer.as_mut() else {
+                    match crate::proto::parse_err(p.head) {
+                        Ok(e) if p.whole() => *unsolicited = Some(e),
+                        _ => {
+                            bad = Some(Malformed("a packet the server sent unasked"));
+                            return Flow::Stop;
+                        }
+                    }
+                    return Flow::Go;
+                };
+                match a.packet(&p) {
+                    Progress::More => return Flow::Go,
+                    Progress::Done(o) => done = Some(o),
+                    Progress::Unreadable(why) => bad = Some(Malformed(why)),
+                }
+                *answer = None;
+                Flow::Stop
+            })?;
+            if self.answer.is_none() {
+                // Whatever follows was not asked for: its sequence id is not checked.
+                self.packets.expect_seq(None);
+            }
+        }
+        match bad {
+            Some(m) => Err(WireError::Protocol(m)),
+            None => Ok(done),
+        }
+    }
+
+    /// Send `out` (a request for `cmd`) and read its answer (blocking).
+    pub fn roundtrip(&mut self, out: &[u8], cmd: u8) -> Result<Outcome, WireError> {
+        self.asked(cmd);
         self.stream.write_all(out)?;
-        let mut r = Reader::new(expect, self.deprecate_eof);
+        let mut buf = [0u8; 16384];
         loop {
-            match r.feed(&self.inbuf)? {
-                Step::Done(n, o) => {
-                    self.inbuf.drain(..n);
-                    return Ok(o);
-                }
-                Step::More(n) => {
-                    self.inbuf.drain(..n);
-                    fill(&mut self.stream, &mut self.inbuf)?;
-                }
+            let n = self.stream.read(&mut buf)?;
+            if n == 0 {
+                return Err(closed());
+            }
+            if let Some(o) = self.take(&buf[..n])? {
+                return Ok(o);
             }
         }
     }
@@ -370,11 +482,11 @@ impl WireConn {
     /// COM_STMT_PREPARE: the statement id and its parameter count.
     pub fn prepare(&mut self, sql: &str) -> Result<(u32, u16), WireError> {
         let mut out = Vec::with_capacity(sql.len() + 5);
-        codec::com_prepare(&mut out, sql);
-        match self.roundtrip(&out, Expect::Prepare)? {
+        command::com_prepare(&mut out, sql);
+        match self.roundtrip(&out, com::STMT_PREPARE)? {
             Outcome::Prepared { id, params, .. } => Ok((id, params)),
             Outcome::Err(e) => Err(WireError::Server(e)),
-            Outcome::Done { .. } => Err(WireError::Protocol(codec::Malformed(
+            Outcome::Done { .. } => Err(WireError::Protocol(Malformed(
                 "no statement id in the answer to prepare",
             ))),
         }
@@ -383,18 +495,20 @@ impl WireConn {
     /// COM_QUERY of a statement without rows of interest: rows affected.
     pub fn query(&mut self, sql: &str) -> Result<u64, WireError> {
         let mut out = Vec::with_capacity(sql.len() + 5);
-        codec::com_query(&mut out, sql);
-        match self.roundtrip(&out, Expect::Result)? {
+        command::com_query(&mut out, sql);
+        match self.roundtrip(&out, com::QUERY)? {
             Outcome::Done { affected, .. } => Ok(affected),
             Outcome::Err(e) => Err(WireError::Server(e)),
-            Outcome::Prepared { .. } => unreachable!("a query is not prepared"),
+            Outcome::Prepared { .. } => Err(WireError::Protocol(Malformed(
+                "a statement id in the answer to a query",
+            ))),
         }
     }
 
     /// COM_STMT_CLOSE (no answer).
     pub fn close(&mut self, id: u32) -> Result<(), WireError> {
         let mut out = Vec::with_capacity(9);
-        codec::com_close(&mut out, id);
+        command::com_close(&mut out, id);
         self.stream.write_all(&out)?;
         Ok(())
     }

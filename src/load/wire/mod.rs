@@ -1,8 +1,7 @@
-//! The event client's own MySQL protocol: [`codec`] (pure: packets, handshake, commands, a
-//! resumable response reader) and [`conn`] (a socket with the blocking handshake and setup
-//! commands). [`events`] is the client that drives many such connections from a few threads.
+//! The events load client: [`conn`] (a socket with the blocking handshake and setup commands,
+//! and the reading of answers as bytes arrive) and [`events`] (the client that drives many
+//! such connections from a few threads). The protocol itself is [`crate::proto`]'s.
 
-pub mod codec;
 pub mod conn;
 pub mod events;
 

@@ -89,9 +89,9 @@ pub fn load(path: &Path) -> Input {
     let text = match std::fs::metadata(&file) {
         Err(e) => return skip(format!("cannot read {}: {e}", file.display())),
         Ok(m) if m.len() > MAX_INPUT => return skip(format!("larger than {MAX_INPUT} bytes")),
-        Ok(_) => match std::fs::read_to_string(&file) {
+        Ok(_) => match crate::files::read_capped(&file, MAX_INPUT, "report input") {
             Ok(t) => t,
-            Err(e) => return skip(format!("cannot read {}: {e}", file.display())),
+            Err(e) => return skip(e.to_string()),
         },
     };
     let doc: Value = match serde_json::from_str(&text) {
