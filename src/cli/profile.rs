@@ -293,7 +293,7 @@ fn diff_side(path: &Path, a: &ProfileArgs) -> Result<profile::diff::Side> {
     use profile::diff_input::{self, Format};
     use std::io::BufRead;
     let name = path.display().to_string();
-    let file = File::open(path)
+    let file = std::fs::File::open(path)
         .map_err(|e| Error::bad_input(format!("--diff {name}: cannot read it ({e})")))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(Error::bad_input(format!(
