@@ -49,10 +49,17 @@ pub struct ProfileArgs {
     #[arg(
         long = "hz",
         alias = "frequency",
-        default_value_t = 999,
+        default_value_t = 499,
         value_name = "HZ"
     )]
     pub frequency: u32,
+    /// How perf attaches: cpu (perf record -a, the server's samples kept; nothing switched at
+    /// the server's context switches) or task (perf record -p PID: costs a busy server more).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub attach: collect::Attach,
+    /// Call chains: fp (frame pointers, -g), dwarf (full chains, much more data) or none.
+    #[arg(long, value_enum, default_value = "fp")]
+    pub call_graph: collect::CallGraph,
     /// Top stacks to show per class.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
@@ -178,6 +185,7 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             seconds: None,
             frequency_hz: None,
             event: None,
+            recording: None,
         };
         let name = format!("--perf-script {}", path.display());
         profile::analyse_reader(BufReader::with_capacity(1 << 18, file), &name, src, &opts)?
@@ -194,7 +202,16 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             .as_deref()
             .map(|p| open_output("--save-script", p))
             .transpose()?;
-        let what = format!("recording {comm} (pid {pid}) at {} Hz", a.frequency);
+        let mode = collect::Mode {
+            attach: a.attach,
+            call_graph: a.call_graph,
+        };
+        let what = format!(
+            "recording {comm} (pid {pid}) at {} Hz, {}; expected cost to the server: {}",
+            a.frequency,
+            mode.describe(),
+            collect::expected_cost(mode, a.frequency)
+        );
         let shown = crate::progress::Window::start("profile", &what, a.seconds);
         let req = collect::Request {
             pid,
@@ -209,9 +226,10 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
             seconds: Some(a.seconds),
             frequency_hz: Some(a.frequency),
             event: None,
+            recording: Some(mode.describe()),
         };
         opts.empty_is_idle = true;
-        let (an, _event) = collect::record(&req, |r| match save {
+        let (an, _event) = collect::record_with(&req, mode, |r| match save {
             Some(mut saved) => {
                 // A second handle on the temp file: the Tee owns it, `saved` renames it.
                 let file = saved
@@ -320,6 +338,7 @@ fn diff_side(path: &Path, a: &ProfileArgs) -> Result<profile::diff::Side> {
                 seconds: None,
                 frequency_hz: None,
                 event: None,
+                recording: None,
             };
             let an = profile::analyse_reader(r, &format!("--diff {name}"), src, &opts)?;
             Ok(diff_input::from_analysis(&name, &an))

@@ -25,6 +25,75 @@ pub struct Request {
     pub frequency_hz: u32,
 }
 
+/// How perf attaches to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Attach {
+    /// One event per CPU (`perf record -a`), the server's samples kept by `perf script --pid`:
+    /// nothing is switched at the server's context switches (docs/PERFORMANCE.md, issue 25).
+    Cpu,
+    /// One event per server thread (`perf record -p PID`): switched in and out at each of its
+    /// context switches, which an OLTP server makes thousands of times a second.
+    Task,
+}
+
+/// How call chains are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallGraph {
+    /// Frame pointers (`-g`): cheap; callers of code built without them are cut short.
+    Fp,
+    /// DWARF unwinding of a stack copy (`--call-graph dwarf`): full chains, much more data.
+    Dwarf,
+    /// The sampled function alone.
+    None,
+}
+
+/// The way of recording: how perf attaches and unwinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mode {
+    pub attach: Attach,
+    pub call_graph: CallGraph,
+}
+
+impl Default for Mode {
+    /// Per CPU with frame-pointer call chains: measured under 3% of a loaded server's
+    /// throughput at the default frequency (docs/PERFORMANCE.md, issue 25 §5).
+    fn default() -> Self {
+        Mode {
+            attach: Attach::Cpu,
+            call_graph: CallGraph::Fp,
+        }
+    }
+}
+
+impl Mode {
+    fn record_args(self, pid: u32) -> Vec<String> {
+        let mut v: Vec<String> = match self.call_graph {
+            CallGraph::Fp => vec!["-g".into()],
+            CallGraph::Dwarf => vec!["--call-graph".into(), "dwarf,16384".into()],
+            CallGraph::None => Vec::new(),
+        };
+        match self.attach {
+            Attach::Cpu => v.push("-a".into()),
+            Attach::Task => v.extend(["-p".into(), pid.to_string()]),
+        }
+        v
+    }
+
+    /// How it is named in documents: "per-cpu, fp".
+    pub fn describe(self) -> String {
+        let a = match self.attach {
+            Attach::Cpu => "per-cpu",
+            Attach::Task => "per-task",
+        };
+        let g = match self.call_graph {
+            CallGraph::Fp => "fp",
+            CallGraph::Dwarf => "dwarf",
+            CallGraph::None => "no call graph",
+        };
+        format!("{a}, {g}")
+    }
+}
+
 fn perf_missing(e: &std::io::Error) -> Error {
     if e.kind() == std::io::ErrorKind::NotFound {
         Error::runtime(
@@ -211,10 +280,41 @@ fn first_line(path: &std::path::Path) -> String {
         .unwrap_or_else(|| "no message".into())
 }
 
-/// Record `req.pid` for `req.seconds` and hand `perf script`'s output, streamed, to `consume`.
-/// Returns what `consume` returned and the event recorded.
+/// What recording costs a loaded server, as measured (docs/PERFORMANCE.md, issue 25 §5:
+/// sysbench oltp_read_write, 8 threads, throughput with and without, interleaved pairs).
+pub fn expected_cost(mode: Mode, frequency_hz: u32) -> String {
+    let band = match frequency_hz {
+        0..=99 => 0,
+        100..=499 => 1,
+        500..=999 => 2,
+        _ => 3,
+    };
+    let c = match (mode.attach, mode.call_graph, band) {
+        (_, _, 3) => "more than at 999 Hz, not measured",
+        (Attach::Task, _, 0) => "about 10% of its throughput",
+        (Attach::Task, _, _) => "about 20% of its throughput",
+        (Attach::Cpu, CallGraph::Dwarf, 0) => "about 5% of its throughput",
+        (Attach::Cpu, CallGraph::Dwarf, _) => "more than 5% of its throughput, not measured",
+        (Attach::Cpu, _, 0) => "about 1% of its throughput",
+        (Attach::Cpu, _, 1) => "at most about 3% of its throughput",
+        (Attach::Cpu, _, _) => "about 5% of its throughput",
+    };
+    c.to_string()
+}
+
+/// Record `req.pid` for `req.seconds` in the default [`Mode`] and hand `perf script`'s output,
+/// streamed, to `consume`. Returns what `consume` returned and the event recorded.
 pub fn record<T>(
     req: &Request,
+    consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
+) -> Result<(T, String)> {
+    record_with(req, Mode::default(), consume)
+}
+
+/// [`record`] in the given mode.
+pub fn record_with<T>(
+    req: &Request,
+    mode: Mode,
     consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
 ) -> Result<(T, String)> {
     if comm_of(req.pid).is_none() {
@@ -240,16 +340,8 @@ pub fn record<T>(
     let mut perf = Reaped(Some(
         perf_command()
             .arg("record")
-            .args([
-                "-e",
-                event,
-                "-g",
-                "-F",
-                &req.frequency_hz.to_string(),
-                "-p",
-                &req.pid.to_string(),
-                "-q",
-            ])
+            .args(["-e", event, "-F", &req.frequency_hz.to_string(), "-q"])
+            .args(mode.record_args(req.pid))
             .arg("-o")
             .arg(&data)
             .stdin(Stdio::null())
@@ -304,7 +396,14 @@ pub fn record<T>(
         .map_err(|e| Error::runtime(format!("creating {}: {e}", script_err.display())))?;
     let mut script = Reaped(Some(
         perf_command()
-            .args(["script", "-F", SCRIPT_FIELDS, "-i"])
+            .args([
+                "script",
+                "-F",
+                SCRIPT_FIELDS,
+                "--pid",
+                &req.pid.to_string(),
+                "-i",
+            ])
             .arg(&data)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

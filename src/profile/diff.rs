@@ -180,10 +180,11 @@ fn tally(side: &Side) -> Tallies {
     for (st, w) in &side.stacks {
         *t.stacks.entry(st.clone()).or_default() += w;
     }
+    let mut cache = super::ClassCache::default();
     for (st, &w) in &t.stacks {
         t.total = t.total.saturating_add(w);
         let frames: Vec<&str> = st.split(';').skip(1).collect();
-        let c = super::stack_class(&frames);
+        let c = cache.stack(&frames);
         *t.classes.entry(c).or_default() += w;
         let leaf = frames.last().copied().unwrap_or(st.as_str());
         *t.self_fn.entry(leaf.to_string()).or_default() += w;

@@ -69,29 +69,14 @@ pub enum FoldError {
     LineTooLong { line: u64 },
 }
 
-/// A fast non-cryptographic hash for the stack table (keys come from a local file, so hash
-/// flooding is not a concern): 8 bytes per step, multiply-rotate.
-#[derive(Default, Clone, Copy)]
-pub struct StackHasher(u64);
+/// The hash of the fold's tables: aHash with its fixed keys (keys come from a local file, so
+/// hash flooding is not a concern; fixed keys keep runs repeatable). A hand-made
+/// multiply-rotate hash was here before: its low bits, which pick the bucket, mixed the end of
+/// a key poorly, and keys that share their ends (every frame line of one binary ends in the
+/// same DSO path) collided, so probing compared keys byte by byte (issue 28).
+pub type FoldHash = std::hash::BuildHasherDefault<ahash::AHasher>;
 
-impl std::hash::Hasher for StackHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub type StackMap = HashMap<String, Tally, std::hash::BuildHasherDefault<StackHasher>>;
+pub type StackMap = HashMap<String, Tally, FoldHash>;
 
 /// What one pass found.
 #[derive(Debug, Default)]
@@ -127,7 +112,8 @@ impl Folded {
     /// The folded stacks with placeholders replaced: `names[i]` (when given) or the default name
     /// of `leaves[i]`; sorted by stack.
     pub fn resolve(&self, names: &HashMap<usize, String>) -> Vec<(String, Tally)> {
-        let mut out: HashMap<String, Tally> = HashMap::with_capacity(self.stacks.len());
+        let mut out: HashMap<String, Tally, FoldHash> =
+            HashMap::with_capacity_and_hasher(self.stacks.len(), FoldHash::default());
         for (k, t) in &self.stacks {
             let key = match k.rfind('\u{1}') {
                 Some(p) => {
@@ -158,6 +144,8 @@ enum Filter {
 /// Marks a frame id that stands for `leaves[id & !LEAF_BIT]`.
 const LEAF_BIT: u32 = 1 << 31;
 const NO_SLOT: u32 = u32::MAX;
+/// Frame lines looked up before the memo is judged: kept if at least a quarter were found.
+const MEMO_TRIAL: u64 = 1 << 16;
 /// Bytes of distinct frame lines remembered (beyond it, new lines are parsed every time).
 const MEMO_CAP_BYTES: usize = 16 << 20;
 
@@ -192,14 +180,20 @@ struct State {
     depth: usize,
     leaf_unknown: bool,
     key: Vec<u32>,
-    name_ids: HashMap<String, u32, std::hash::BuildHasherDefault<StackHasher>>,
+    name_ids: HashMap<String, u32, FoldHash>,
     name_list: Vec<String>,
-    memo: HashMap<Box<[u8]>, u32, std::hash::BuildHasherDefault<StackHasher>>,
+    memo: HashMap<Box<[u8]>, u32, FoldHash>,
     memo_bytes: usize,
     memo_cap: usize,
+    /// Frame-line lookups in the memo and how many found the line: when few lines repeat
+    /// (deep, mostly distinct stacks whose offsets differ), the memo only costs, so it is
+    /// switched off and emptied (see [`MEMO_TRIAL`]).
+    memo_lookups: u64,
+    memo_hits: u64,
+    memo_off: bool,
     memos: Vec<FrameMemo>,
     memo_ids: Vec<u32>,
-    stacks: HashMap<Vec<u32>, Tally, std::hash::BuildHasherDefault<StackHasher>>,
+    stacks: HashMap<Vec<u32>, Tally, FoldHash>,
     leaf_index: HashMap<(String, u64), usize>,
     out: Folded,
 }
@@ -282,6 +276,9 @@ fn fold_memo<R: Read>(r: R, opt: FoldOptions, memo_cap: usize) -> Result<Folded,
         memo: HashMap::default(),
         memo_bytes: 0,
         memo_cap,
+        memo_lookups: 0,
+        memo_hits: 0,
+        memo_off: false,
         memos: Vec::new(),
         memo_ids: Vec::new(),
         stacks: HashMap::default(),
@@ -381,10 +378,16 @@ impl State {
             self.after_event();
             return;
         }
-        if self.in_event && self.filter == Filter::Keep && !self.java {
+        if self.in_event && self.filter == Filter::Keep && !self.java && !self.memo_off {
+            self.memo_lookups += 1;
             if let Some(&i) = self.memo.get(raw) {
+                self.memo_hits += 1;
                 self.apply(i as usize);
                 return;
+            }
+            if self.memo_lookups >= MEMO_TRIAL && self.memo_hits * 4 < self.memo_lookups {
+                self.memo_off = true;
+                self.memo = HashMap::default();
             }
         }
         match std::str::from_utf8(raw) {
@@ -472,7 +475,9 @@ impl State {
         let i = self.memos.len();
         self.memos.push(m);
         let keep = match raw {
-            Some(raw) if !self.java && self.memo_bytes + raw.len() <= self.memo_cap => {
+            Some(raw)
+                if !self.java && !self.memo_off && self.memo_bytes + raw.len() <= self.memo_cap =>
+            {
                 self.memo_bytes += raw.len();
                 self.memo.insert(raw.into(), i as u32);
                 true

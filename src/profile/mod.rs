@@ -38,6 +38,9 @@ pub struct Source {
     pub frequency_hz: Option<u32>,
     /// The event folded (`cycles`, `cpu-clock`, ...).
     pub event: Option<String>,
+    /// How perf recorded (live): "per-cpu, fp", "per-task, fp", ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<String>,
 }
 
 /// One folded stack: its samples and their weight (sum of periods).
@@ -98,6 +101,10 @@ pub struct ProfileDoc {
     pub source: Source,
     /// Samples of the folded event.
     pub samples: u64,
+    /// Fewer samples than `diff::MIN_SAMPLES` (200): shares are too coarse to mean much (one
+    /// sample is over 0.5% of the profile); a note says so. Absent in older documents.
+    #[serde(default)]
+    pub too_few_samples: bool,
     /// Their total weight: the sum of their periods (a sample without a period weighs 1).
     pub weight: u64,
     /// What a unit of weight is: "ns" (cpu-clock, task-clock), the event's name (cycles,
@@ -245,6 +252,7 @@ fn no_samples(
                 schema: SCHEMA.to_string(),
                 source,
                 samples: 0,
+                too_few_samples: false,
                 weight: 0,
                 weight_unit: "samples".into(),
                 events: Vec::new(),
@@ -335,6 +343,40 @@ pub fn stack_class(frames: &[&str]) -> Class {
         .unwrap_or_else(|| rules::rest_class(frames))
 }
 
+/// Classes of frame names, each worked out once: a profile repeats the same frames in many
+/// stacks, and matching every frame against the rule table is most of classifying.
+#[derive(Default)]
+pub struct ClassCache<'a> {
+    frames: HashMap<&'a str, (Option<Class>, bool), fold::FoldHash>,
+}
+
+impl<'a> ClassCache<'a> {
+    fn get(&mut self, f: &'a str) -> (Option<Class>, bool) {
+        *self
+            .frames
+            .entry(f)
+            .or_insert_with(|| (rules::frame_class(f), rules::is_innodb_frame(f)))
+    }
+
+    /// The named class of one frame, as [`rules::frame_class`].
+    pub fn frame(&mut self, f: &'a str) -> Option<Class> {
+        self.get(f).0
+    }
+
+    /// The class of one stack, as [`stack_class`].
+    pub fn stack(&mut self, frames: &[&'a str]) -> Class {
+        if let Some(c) = frames.iter().rev().find_map(|f| self.get(f).0) {
+            return c;
+        }
+        let mut engine = |f: &str| {
+            self.frames
+                .get(f)
+                .map_or_else(|| rules::is_innodb_frame(f), |x| x.1)
+        };
+        rules::rest_class_by(frames, &mut engine)
+    }
+}
+
 /// What a unit of weight is for `event`.
 pub fn weight_unit(event: Option<&str>, with_period: u64) -> String {
     match event {
@@ -358,17 +400,18 @@ fn classify(
     let mut stacks: BTreeMap<Class, Vec<(&str, Tally)>> = BTreeMap::new();
     let mut loops: BTreeMap<String, Tally> = BTreeMap::new();
     let mut sync_array = false;
+    let mut cache = ClassCache::default();
     for (stack, t) in folded {
         let frames: Vec<&str> = stack.split(';').skip(1).collect();
-        let c = stack_class(&frames);
+        let c = cache.stack(&frames);
         add(self_t.entry(c).or_default(), *t);
         stacks.entry(c).or_default().push((stack, *t));
         let mut seen = BTreeSet::new();
         for fr in &frames {
-            if let Some(fc) = rules::frame_class(fr) {
+            if let Some(fc) = cache.frame(fr) {
                 seen.insert(fc);
+                sync_array |= fr.starts_with("sync_array_");
             }
-            sync_array |= fr.starts_with("sync_array_");
         }
         seen.insert(c);
         for fc in seen {
@@ -500,6 +543,19 @@ fn classify(
             100.0 * share(f.no_symbol_samples, total.samples)
         ));
     }
+    let too_few_samples = total.samples < diff::MIN_SAMPLES;
+    if too_few_samples {
+        notes.insert(
+            0,
+            format!(
+                "only {} samples, fewer than {}: every share here is coarse (one sample is {:.1}% \
+                 of the profile); record longer or at a higher frequency before reading it",
+                total.samples,
+                diff::MIN_SAMPLES,
+                100.0 / total.samples as f64
+            ),
+        );
+    }
     notes.push(
         "speedups are upper bounds (Amdahl's law, docs/REFERENCE.md §9): the whole is at most \
          that much faster if the class's self share were halved or removed; sampling has skid \
@@ -528,6 +584,7 @@ fn classify(
         schema: SCHEMA.to_string(),
         source,
         samples: total.samples,
+        too_few_samples,
         weight: total.weight,
         weight_unit: unit,
         events: f
@@ -611,6 +668,7 @@ mod tests {
             seconds: None,
             frequency_hz: None,
             event: None,
+            recording: None,
         };
         assert!(matches!(
             analyse("", src.clone(), &Options::default()),

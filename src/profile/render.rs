@@ -19,6 +19,15 @@ pub fn text(d: &ProfileDoc) -> String {
     if d.samples == 0 {
         return o;
     }
+    if d.too_few_samples {
+        let _ = writeln!(
+            o,
+            "too few samples ({}): the shares below are coarse; record longer or at a higher \
+             frequency",
+            d.samples
+        );
+        o.push('\n');
+    }
     let event = d.source.event.as_deref().unwrap_or("unnamed event");
     let _ = writeln!(
         o,

@@ -465,6 +465,11 @@ pub fn has_symbol(frame: &str) -> bool {
 /// is never "no symbol"); only stacks with no named server frame at all are "no symbol".
 /// Stacks of one frame (recorded without call chains) can only go by the leaf's name.
 pub fn rest_class(frames: &[&str]) -> Class {
+    rest_class_by(frames, &mut |f| is_innodb_frame(f))
+}
+
+/// [`rest_class`] with the engine test given (a cached one, when many stacks share frames).
+pub fn rest_class_by(frames: &[&str], is_engine: &mut dyn FnMut(&str) -> bool) -> Class {
     let leaf = frames.last().copied().unwrap_or("");
     if leaf.trim().is_empty() {
         return Other;
@@ -475,7 +480,7 @@ pub fn rest_class(frames: &[&str]) -> Class {
     if is_libc(leaf) {
         return Libc;
     }
-    if frames.iter().any(|f| is_innodb_frame(f)) {
+    if frames.iter().any(|f| is_engine(f)) {
         return Innodb;
     }
     let named = |f: &&str| {
