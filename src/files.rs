@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 pub const JSON_INPUT_CAP: u64 = 64 << 20;
 
 /// What a file that is not a regular file is, for messages (None: a regular file).
-fn special_kind(ft: std::fs::FileType) -> Option<&'static str> {
+pub fn special_kind(ft: std::fs::FileType) -> Option<&'static str> {
     if ft.is_fifo() {
         Some("a FIFO (named pipe)")
     } else if ft.is_char_device() || ft.is_block_device() {

@@ -36,9 +36,17 @@ pub struct ReportArgs {
 
 pub fn run(a: ReportArgs) -> Result<i32> {
     // Before anything is read: no FIFO or device among the inputs (reading one can hang), and
-    // --out none of them.
+    // --out none of them. A missing or unreadable input is not fatal: the page lists it.
     for p in &a.inputs {
-        drop(crate::files::open_input_kind(p, "report input", true)?);
+        let special = std::fs::metadata(p)
+            .ok()
+            .and_then(|m| crate::files::special_kind(m.file_type()));
+        if let Some(kind) = special {
+            return Err(Error::bad_input(format!(
+                "report input {}: is {kind}, not a regular file; give a regular file",
+                p.display()
+            )));
+        }
     }
     if let Some(out) = &a.out {
         crate::files::check_output(out, "--out")?;

@@ -408,7 +408,8 @@ impl SettingsGuard {
                 .any(|c| c.variable.eq_ignore_ascii_case(&f.variable))
         });
         if hits_ours && self.check_restart() {
-            return out;
+            // The values moved with the restart: nobody else changed them.
+            return Vec::new();
         }
         for f in &out {
             if self

@@ -110,10 +110,14 @@ pub fn measure_step(
                 .collect();
             if !ours.is_empty() {
                 // The precise cause first (the settings check says only that it differs).
-                sd.invalid = Some(format!(
+                let cause = format!(
                     "changed by someone else during the step: {}",
                     ours.join(", ")
-                ));
+                );
+                sd.invalid = Some(match sd.invalid.take() {
+                    Some(check) => format!("{cause}; {check}"),
+                    None => cause,
+                });
             }
         }
         Err(e) => {
