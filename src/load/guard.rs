@@ -823,6 +823,10 @@ impl SettingsGuard {
     /// After restoring: any global still different from the snapshot is reported (not
     /// touched: it may be someone else's change made meanwhile).
     fn report_late_moves(&mut self) {
+        // After a restart the globals read what the restarted server set (said once already).
+        if self.restarted {
+            return;
+        }
         let Some(base) = self.baseline.clone() else {
             return;
         };
