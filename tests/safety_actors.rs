@@ -27,6 +27,10 @@ fn state(db: &MariaDb) -> PathBuf {
     db.dir().join("state")
 }
 
+/// One test at a time: each starts its own servers and load, and eight of them at once on a
+/// 2-core machine starve tune's first candidate past the test's bounds.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// spinscope on the server's socket as root, the journal in `home`.
 fn cmd(db: &MariaDb, home: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
@@ -97,6 +101,7 @@ fn open_records(home: &Path) -> usize {
 
 #[test]
 fn row1_a_shifted_client_clock_never_closes_a_record() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
     db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
@@ -156,6 +161,7 @@ fn row1_a_shifted_client_clock_never_closes_a_record() {
 
 #[test]
 fn row2_two_servers_with_the_same_hostname_and_port_are_told_apart() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let opts = [
         "--performance-schema=ON",
         "--skip-networking",
@@ -243,6 +249,7 @@ fn sweep_with(db: &MariaDb, home: &Path, variants: &[&str], duration: &str) -> C
 
 #[test]
 fn row5_a_crash_on_either_side_of_any_statement_is_restorable_without_force() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
     db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
@@ -300,6 +307,7 @@ fn row5_a_crash_on_either_side_of_any_statement_is_restorable_without_force() {
 
 #[test]
 fn row5_performance_schema_updates_are_journaled_before_each_statement() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&["--performance-schema=ON"]) else {
         return;
     };
@@ -340,6 +348,7 @@ fn row5_performance_schema_updates_are_journaled_before_each_statement() {
 
 #[test]
 fn row3_someone_elses_changes_are_reported_never_reverted() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
     let home = state(&db);
@@ -420,6 +429,7 @@ fn row3_someone_elses_changes_are_reported_never_reverted() {
 
 #[test]
 fn row4_a_second_run_honours_the_first_runs_lock() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
     db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
@@ -469,6 +479,7 @@ fn stderr_of(c: &mut Child) -> String {
 
 #[test]
 fn row12_a_stopped_server_ends_sweep_in_bounded_time_with_partial_results() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
     db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
@@ -541,6 +552,7 @@ fn row12_a_stopped_server_ends_sweep_in_bounded_time_with_partial_results() {
 
 #[test]
 fn row12_a_server_restart_during_tune_keeps_partial_results() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(mut db) = start(&[]) else { return };
     prepare(&db);
     let default_delay = var(&db, "innodb_spin_wait_delay");
