@@ -50,7 +50,16 @@ fn a_closed_stdout_ends_quietly() {
     let perf = format!("{fixtures}/perf/synthetic_mariadb1011.perf");
     let runs: [&[&str]; 6] = [
         &["probe", "--json"],
-        &["spin", "--flavor", "mariadb", "--server", "10.11", "--json"],
+        &[
+            "spin",
+            "--flavor",
+            "mariadb",
+            "--server",
+            "10.11",
+            "--cpu",
+            "skylake-sp",
+            "--json",
+        ],
         &["doctor", "--snapshot", &snapshot, "--json"],
         &["doctor", "--snapshot", &snapshot],
         &["profile", "--perf-script", &perf],
@@ -60,7 +69,9 @@ fn a_closed_stdout_ends_quietly() {
         let (code, err) = common::with_closed_stdout(args);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
-        assert_eq!(code, Some(0), "{args:?}: {err}");
+        // A probe on a host too busy for a figure says so and exits 3 (its documented refusal).
+        let busy = args[0] == "probe" && code == Some(3) && err.contains("too busy");
+        assert!(code == Some(0) || busy, "{args:?}: {code:?} {err}");
     }
 }
 
