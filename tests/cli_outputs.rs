@@ -181,6 +181,8 @@ fn a_closed_stdout_ends_quietly() {
         let (code, err) = common::with_closed_stdout(args);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
-        assert_eq!(code, Some(0), "{args:?}: {err}");
+        // A probe on a host too busy for a figure says so and exits 3 (its documented refusal).
+        let busy = args[0] == "probe" && code == Some(3) && err.contains("too busy");
+        assert!(code == Some(0) || busy, "{args:?}: {code:?} {err}");
     }
 }
