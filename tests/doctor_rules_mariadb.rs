@@ -137,16 +137,7 @@ fn spin_delay_settings_are_read_live_and_priced_with_one_probe() {
     let db = server(&[]);
     // One CPU figure for every run: a probe file of this host, so the ratios are exact.
     let probe = db.dir().join("probe.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_spinscope"))
-        .args(["probe", "--save"])
-        .arg(&probe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::save_probe(&probe);
     let probe_arg = probe.to_str().unwrap();
     let run = |delay: u64, loops: u64| {
         db.sql(&format!(

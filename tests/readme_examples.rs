@@ -177,16 +177,31 @@ fn readme_commands_run() {
                 cmd = cmd.replacen(" --socket", " -u root --socket", 1);
             }
         }
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&cmd)
-            .current_dir(dir.path())
-            .env("HOME", dir.path())
-            .env("PATH", &path)
-            .env_remove("MYSQL_PWD")
-            .env_remove("MYSQL_HOST")
-            .output()
-            .unwrap();
+        let run = || {
+            Command::new("bash")
+                .arg("-c")
+                .arg(&cmd)
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .env("PATH", &path)
+                .env_remove("MYSQL_PWD")
+                .env_remove("MYSQL_HOST")
+                .output()
+                .unwrap()
+        };
+        let mut out = run();
+        // A probe (or a quick probe) the host is too busy for exits 3 and says "too busy": the
+        // README's advice is to probe again when the host is quieter, so the test does, five
+        // times at most, a second apart (the tests around it load this machine).
+        for _ in 0..4 {
+            let busy = out.status.code() == Some(3)
+                && String::from_utf8_lossy(&out.stderr).contains("too busy");
+            if !busy {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            out = run();
+        }
         let code = out.status.code();
         // doctor exits 1 for findings at or above --fail-on: that is the example working.
         let ok = code == Some(0) || (l.contains("--fail-on") && code == Some(1));

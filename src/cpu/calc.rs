@@ -256,12 +256,14 @@ pub fn judge(
 ) -> Result<(), String> {
     if clean_groups < MIN_GROUPS.min(wanted_groups.max(1)) {
         return Err(format!(
-            "only {clean_groups} of {wanted_groups} groups of batches ran without a context              switch (the CPU is shared with other work)"
+            "only {clean_groups} of {wanted_groups} groups of batches ran without a context \
+             switch (the CPU is shared with other work)"
         ));
     }
     if spread_pct.is_nan() || spread_pct > MAX_GROUP_SPREAD_PCT {
         return Err(format!(
-            "the groups of batches spread {}% (limit {}%): other work on this CPU or its host              stretched the hints",
+            "the groups of batches spread {}% (limit {}%): other work on this CPU or its host \
+             stretched the hints",
             crate::units::fmt_num(spread_pct),
             MAX_GROUP_SPREAD_PCT
         ));
@@ -270,7 +272,8 @@ pub fn judge(
         let r = m / estimate_ticks;
         if !(MARIADB_AGREEMENT.0..=MARIADB_AGREEMENT.1).contains(&r) {
             return Err(format!(
-                "the batches give {} ticks per hint but MariaDB's short measurement {} (x{}):                  the host stretched one of them",
+                "the batches give {} ticks per hint but MariaDB's short measurement {} (x{}): \
+                 the host stretched one of them",
                 crate::units::fmt_num(estimate_ticks),
                 crate::units::fmt_num(m),
                 crate::units::fmt_num(r)

@@ -493,59 +493,82 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
         );
     }
 
+    // A round measures every series, then MariaDB's short measurement on the last CPU. The two
+    // are timed a few ms apart, so a busy host can stretch one and not the other: a round whose
+    // figure disagrees is measured again whole (MAX_ATTEMPTS rounds at most), and the note says
+    // so. Each series also repeats on its own when its groups spread (measure_series).
     let mut measurements = Vec::new();
-    let result = (|| -> Result<()> {
-        for &cpu in &targets {
-            if let Err(e) = measure::pin_to(cpu) {
-                return Err(Error::runtime(format!("probe: {e}")));
-            }
-            for hint in arch::hints_to_measure() {
-                progress(&format!("CPU {cpu}: timing {}", hint.name()));
-                measurements.push(measure_series(cpu, hint, None, ghz, o)?);
-                if o.smt_load {
-                    match topology::smt_sibling(&entries, cpu) {
-                        Some(sib) if allowed.contains(&sib) => {
-                            progress(&format!(
-                                "CPU {cpu}: timing {} with SMT sibling {sib} busy",
-                                hint.name()
-                            ));
-                            let load = measure::BusyLoad::start(sib)
-                                .map_err(|e| Error::runtime(format!("--smt-load: {e}")))?;
-                            let m = measure_series(cpu, hint, Some(sib), ghz, o);
-                            drop(load);
-                            measurements.push(m?);
-                        }
-                        Some(sib) => notes.push(format!(
-                            "--smt-load: CPU {cpu}'s sibling {sib} is not available to this \
+    let mut trials = Vec::new();
+    let mut result: Result<()> = Ok(());
+    let mut verdict: std::result::Result<(), String> = Ok(());
+    for round in 1..=MAX_ATTEMPTS {
+        measurements.clear();
+        result = (|| -> Result<()> {
+            for &cpu in &targets {
+                if let Err(e) = measure::pin_to(cpu) {
+                    return Err(Error::runtime(format!("probe: {e}")));
+                }
+                for hint in arch::hints_to_measure() {
+                    progress(&format!("CPU {cpu}: timing {}", hint.name()));
+                    measurements.push(measure_series(cpu, hint, None, ghz, o)?);
+                    if o.smt_load {
+                        match topology::smt_sibling(&entries, cpu) {
+                            Some(sib) if allowed.contains(&sib) => {
+                                progress(&format!(
+                                    "CPU {cpu}: timing {} with SMT sibling {sib} busy",
+                                    hint.name()
+                                ));
+                                let load = measure::BusyLoad::start(sib)
+                                    .map_err(|e| Error::runtime(format!("--smt-load: {e}")))?;
+                                let m = measure_series(cpu, hint, Some(sib), ghz, o);
+                                drop(load);
+                                measurements.push(m?);
+                            }
+                            Some(sib) => notes.push(format!(
+                                "--smt-load: CPU {cpu}'s sibling {sib} is not available to this \
                              process; measured without load"
-                        )),
-                        None => {
-                            let n = format!(
-                                "--smt-load: CPU {cpu} has no SMT sibling (SMT {}); measured \
+                            )),
+                            None => {
+                                let n = format!(
+                                    "--smt-load: CPU {cpu} has no SMT sibling (SMT {}); measured \
                                  without load",
-                                if topo.smt {
-                                    "is on but not for this CPU"
-                                } else {
-                                    "is off or absent"
+                                    if topo.smt {
+                                        "is on but not for this CPU"
+                                    } else {
+                                        "is off or absent"
+                                    }
+                                );
+                                if !notes.contains(&n) {
+                                    notes.push(n);
                                 }
-                            );
-                            if !notes.contains(&n) {
-                                notes.push(n);
                             }
                         }
                     }
                 }
             }
+            Ok(())
+        })();
+        // The MariaDB rule runs pinned too (still on the last CPU), then affinity is restored.
+        trials = if result.is_ok() && o.mariadb_trials > 0 {
+            progress("repeating MariaDB's startup PAUSE measurement");
+            measure::mariadb_trials(o.mariadb_trials, 1)
+        } else {
+            Vec::new()
+        };
+        if result.is_err() {
+            break;
         }
-        Ok(())
-    })();
-    // The MariaDB rule runs pinned too (still on the last CPU), then affinity is restored.
-    let trials = if result.is_ok() && o.mariadb_trials > 0 {
-        progress("repeating MariaDB's startup PAUSE measurement");
-        measure::mariadb_trials(o.mariadb_trials, 1)
-    } else {
-        Vec::new()
-    };
+        verdict = judge_report(&measurements, arch::primary_hint(), o, &trials);
+        match &verdict {
+            Err(why) if round < MAX_ATTEMPTS => {
+                progress(&format!("round {round} gave no figure; measuring again"));
+                notes.push(format!(
+                    "round {round} of the probe was discarded ({why}) and measured again"
+                ));
+            }
+            _ => break,
+        }
+    }
     if let Some(set) = &orig {
         measure::set_affinity(set);
     }
@@ -574,7 +597,6 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
         }
         _ => None,
     };
-    let verdict = judge_report(&measurements, hint, o, &trials);
     if let Some(m) = measurements
         .iter()
         .find(|m| m.clock_spread_pct.is_some_and(|c| c > 5.0))

@@ -221,7 +221,9 @@ pub fn analyse_reader<R: BufRead>(
     }
     if outside > 0 {
         notes.push(format!(
-            "{outside} sampled addresses without a symbol lie outside their binary's file              addresses (run-time addresses, as perf prints them without call chains), so they              could not be examined for spin loops; record with -g"
+            "{outside} sampled addresses without a symbol lie outside their binary's file \
+             addresses (run-time addresses, as perf prints them without call chains), so they \
+             could not be examined for spin loops; record with -g"
         ));
     }
     let folded = f.resolve(&names);

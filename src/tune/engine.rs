@@ -136,8 +136,25 @@ fn model_advice(
             eprintln!(
                 "spinscope: probing this CPU for the spin model (quick probe; the server is local)"
             );
-            let r = crate::cpu::probe_current_cpu_quick()?;
-            Some(crate::cpu::cpu_model(&r, "quick probe of this machine"))
+            // A host too busy for a figure costs the spin model's candidate, not the run: the
+            // other candidates are measured on the server and need no CPU figure.
+            let r = crate::cpu::probe(&crate::cpu::ProbeOptions::quick(), &mut |_| {})?;
+            if r.valid {
+                Some(crate::cpu::cpu_model(&r, "quick probe of this machine"))
+            } else {
+                return Ok((
+                    None,
+                    None,
+                    format!(
+                        "no CPU figure: the quick probe of this machine gave none ({}); \
+                         pass --probe FILE saved by `spinscope probe --save` at a quieter \
+                         moment",
+                        r.invalid_reason
+                            .as_deref()
+                            .unwrap_or("the host is too busy")
+                    ),
+                ));
+            }
         }
         None => None,
     };

@@ -26,3 +26,28 @@ pub fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Save a probe of this host to `path` for a test that needs one CPU figure, not the probe
+/// itself. A probe the host is too busy for exits 3 ("too busy", its documented refusal);
+/// the README tells users to probe again, and so does this, five times at most, a second
+/// apart. Panics with the last stderr when no try gives a figure.
+pub fn save_probe(path: &std::path::Path) {
+    let mut last = String::new();
+    for _ in 0..5 {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spinscope"))
+            .args(["probe", "--save"])
+            .arg(path)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return;
+        }
+        last = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.code() == Some(3) && last.contains("too busy"),
+            "probe --save failed otherwise: {last}"
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    panic!("five probes in a row found the host too busy: {last}");
+}
