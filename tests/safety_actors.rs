@@ -306,6 +306,30 @@ fn row5_a_crash_on_either_side_of_any_statement_is_restorable_without_force() {
 }
 
 #[test]
+fn row5_a_clamped_value_cut_before_its_read_back_is_restored_without_force() {
+    // The server clamps 7000 to its maximum 6000; the process dies right after the statement,
+    // before reading back what the server holds. The record names the clamped value too (from
+    // the server's published range), so restore knows 6000 as its own.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(db) = start(&[]) else { return };
+    prepare(&db);
+    db.sql("SET GLOBAL innodb_spin_wait_delay = 7");
+    let home = state(&db);
+    let (code, _, err) = out(
+        sweep_with(&db, &home, &["big:innodb_spin_wait_delay=7000"], "0.3")
+            .env("SPINSCOPE_FAULT", "after-statement:1"),
+    );
+    assert_eq!(code, None, "killed by its own seam: {err}");
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "6000", "{err}");
+    assert_eq!(open_records(&home), 1, "{err}");
+    let (code, _, err) = out(cmd(&db, &home, &["restore"]));
+    assert_eq!(code, Some(0), "restore without --force: {err}");
+    assert!(!err.contains("changed it since"), "{err}");
+    assert_eq!(var(&db, "innodb_spin_wait_delay"), "7", "{err}");
+    assert_eq!(open_records(&home), 0, "{err}");
+}
+
+#[test]
 fn row5_performance_schema_updates_are_journaled_before_each_statement() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&["--performance-schema=ON"]) else {

@@ -115,6 +115,30 @@ fn literal(v: &Value) -> String {
     }
 }
 
+/// The value a server stores for an integer `want` outside its published range: bounded by
+/// the maximum, rounded down to the block size, then raised to the minimum (MariaDB's order
+/// for integer options). None when `want` is kept as given or any part does not parse.
+pub fn clamp_like_server(
+    want: &str,
+    min: Option<&str>,
+    max: Option<&str>,
+    block: Option<&str>,
+) -> Option<String> {
+    let num = |s: Option<&str>| s.and_then(|s| s.trim().parse::<i128>().ok());
+    let w = num(Some(want))?;
+    let mut v = w;
+    if let Some(hi) = num(max) {
+        v = v.min(hi);
+    }
+    if let Some(b) = num(block).filter(|b| *b > 1) {
+        v = v.checked_div_euclid(b)?.checked_mul(b)?;
+    }
+    if let Some(lo) = num(min) {
+        v = v.max(lo);
+    }
+    (v != w).then(|| v.to_string())
+}
+
 fn plain(lit: &str) -> String {
     lit.trim_matches('\'').to_string()
 }
@@ -209,6 +233,30 @@ impl SettingsGuard {
             self.with_conn(&format!("reading @@GLOBAL.{var}"), |c| c.query_first(&sql))?;
         v.map(|v| literal(&v))
             .ok_or_else(|| Error::runtime(format!("reading @@GLOBAL.{var}: no row")))
+    }
+
+    /// What the server will hold after `SET GLOBAL var = want` when it clamps an out-of-range
+    /// number (MariaDB and MySQL take it with a warning), from the range the server itself
+    /// publishes: None when `want` is in range, not a plain integer, or the range is unknown.
+    /// Journaled with the intended value, so that a crash between the statement and its
+    /// read-back leaves a record `restore` recognises as its own.
+    fn clamped_value(&mut self, var: &str, want: &str) -> Option<String> {
+        want.trim().parse::<i128>().ok()?;
+        let name = var.to_ascii_uppercase();
+        let mariadb = "SELECT NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE, NUMERIC_BLOCK_SIZE \
+                       FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = ?";
+        let mysql = "SELECT MIN_VALUE, MAX_VALUE, NULL FROM performance_schema.variables_info \
+                     WHERE VARIABLE_NAME = ?";
+        type Range = (Option<String>, Option<String>, Option<String>);
+        let row: Option<Range> = [mariadb, mysql].iter().find_map(|sql| {
+            self.with_conn("reading the variable's range", |c| {
+                c.exec_first(*sql, (name.as_str(),))
+            })
+            .ok()
+            .flatten()
+        });
+        let (min, max, block) = row?;
+        clamp_like_server(want, min.as_deref(), max.as_deref(), block.as_deref())
     }
 
     fn globals(&mut self) -> Result<BTreeMap<String, String>> {
@@ -442,6 +490,9 @@ impl SettingsGuard {
             vec![prev]
         };
         rec.set_to = plain(want);
+        if let Some(v) = self.clamped_value(&var, want) {
+            rec.also_ours.push(v);
+        }
         rec.around = pre
             .iter()
             .filter(|(k, _)| !volatile(k))
@@ -923,5 +974,31 @@ mod tests {
         assert_eq!(literal(&Value::Int(200)), "200");
         assert_eq!(literal(&Value::Bytes(b"ON".to_vec())), "'ON'");
         assert_eq!(plain("'ON'"), "ON");
+    }
+
+    #[test]
+    fn out_of_range_values_clamp_as_the_server_does() {
+        // innodb_spin_wait_delay on MariaDB 10.11: 0..6000, block 0.
+        let d = |w| clamp_like_server(w, Some("0"), Some("6000"), Some("0"));
+        assert_eq!(d("7000"), Some("6000".into()));
+        assert_eq!(d("-3"), Some("0".into()));
+        assert_eq!(d("6000"), None);
+        assert_eq!(d("'ON'"), None);
+        // A block size rounds down before the minimum applies (e.g. 1024-byte sizes).
+        let b = |w| clamp_like_server(w, Some("2048"), Some("65536"), Some("1024"));
+        assert_eq!(b("5000"), Some("4096".into()));
+        assert_eq!(b("100"), Some("2048".into()));
+        assert_eq!(b("100000"), Some("65536".into()));
+        // An unknown range keeps the value.
+        assert_eq!(clamp_like_server("7", None, None, None), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn clamping_never_panics(w in "-?[0-9]{0,40}|.{0,24}", lo in proptest::option::of("-?[0-9]{0,40}"),
+                                 hi in proptest::option::of(".{0,24}"),
+                                 b in proptest::option::of("-?[0-9]{0,40}")) {
+            let _ = clamp_like_server(&w, lo.as_deref(), hi.as_deref(), b.as_deref());
+        }
     }
 }
