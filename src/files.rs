@@ -3,7 +3,8 @@
 //! outputs written atomically through a new exclusive temp file in the same directory (the
 //! `tempfile` crate), never through or over a symbolic link; appends that refuse a link;
 //! private modes for files that can hold server data; an output that is one of the inputs
-//! refused before anything is read or written; output paths checked before any work starts.
+//! refused before anything is read or written; output paths checked before any work starts;
+//! documents saved as pretty JSON (`save_json`).
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{Read, Write};
@@ -267,6 +268,18 @@ fn write_error(flag: &str, path: &Path, e: std::io::Error) -> Error {
 pub fn write_atomic(path: &Path, bytes: &[u8], flag: &str, private: bool) -> Result<()> {
     write_atomic_mode(path, bytes, if private { 0o600 } else { 0o644 })
         .map_err(|e| write_error(flag, path, e))
+}
+
+/// Serialize a document as pretty JSON.
+pub fn to_json<T: serde::Serialize>(doc: &T) -> Result<String> {
+    serde_json::to_string_pretty(doc).map_err(|e| Error::runtime(format!("serializing JSON: {e}")))
+}
+
+/// Write a JSON document to a file atomically and privately (0600: documents can hold
+/// server data), saying which file failed and why.
+pub fn save_json<T: serde::Serialize>(doc: &T, path: &Path) -> Result<()> {
+    let s = to_json(doc)? + "\n";
+    write_atomic(path, s.as_bytes(), "--save", true)
 }
 
 /// An output streamed while the work runs (`profile --svg`, `--save-script`): created at

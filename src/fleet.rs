@@ -231,7 +231,7 @@ pub fn render(d: &FleetDoc, markdown: bool) -> String {
         }
     } else {
         s.push_str("spinscope doctor: fleet\n=======================\n");
-        let mut t = crate::report::table(&header);
+        let mut t = crate::units::table(&header);
         for c in cells {
             t.add_row(c);
         }
@@ -401,7 +401,6 @@ mod tests {
             sql_hz: None,
             enable_instruments: false,
             host_facts: None,
-            show_progress: false,
             rt: false,
         };
         let lines = Mutex::new(Vec::new());

@@ -15,6 +15,7 @@ pub mod interrupt;
 pub mod journal;
 pub mod lab;
 pub mod load;
+pub mod meter;
 pub mod model;
 pub mod profile;
 pub mod progress;

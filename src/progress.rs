@@ -3,7 +3,9 @@
 //! the first step, then at most one every [`PLAIN_EVERY_S`] seconds, and the last. Work that
 //! takes 2 s or more says first how long it will take. A [`Steps`] is updated by its engine
 //! between measurements, never during one; a [`Window`] (a fixed period of sampling or
-//! recording that has no steps) redraws once a second from its own thread.
+//! recording that has no steps) redraws once a second from its own thread. Engines see them
+//! through the [`Meter`](crate::meter::Meter) the CLI passes in ([`Stderr`]) or through their
+//! own observers ([`lab`], [`Sweep`]).
 
 use std::io::IsTerminal;
 use std::sync::mpsc;
@@ -18,16 +20,8 @@ pub const PLAIN_EVERY_S: f64 = 10.0;
 /// Work expected to take at least this long gets a start line with its estimate.
 const ANNOUNCE_S: f64 = 2.0;
 
-/// "8 min 40 s", "18 s", "1 h 05 min": a rounded length of time for people.
-pub fn human(s: f64) -> String {
-    let s = s.max(0.0).round() as u64;
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 if s % 60 == 0 => format!("{} min", s / 60),
-        60..=3599 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
-    }
-}
+// The duration formatter lives in the pure `units` module (engines print it too).
+pub use crate::units::human;
 
 /// Whether stderr is a terminal (a bar) or not (plain lines).
 fn tty() -> bool {
@@ -240,6 +234,36 @@ impl Window {
 impl Drop for Window {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// The [`Meter`](crate::meter::Meter) engines are handed by the CLI: their steps as [`Steps`],
+/// their periods as a [`Window`].
+#[derive(Default)]
+pub struct Stderr {
+    steps: Option<Steps>,
+    window: Option<Window>,
+}
+
+impl crate::meter::Meter for Stderr {
+    fn start(&mut self, label: &str, unit: &'static str, total: u64, est_s: f64, what: &str) {
+        self.steps = Some(Steps::new(label, unit, total, est_s, what));
+    }
+    fn step(&mut self, done: u64, point: &str) {
+        if let Some(s) = &mut self.steps {
+            s.step(done, point);
+        }
+    }
+    fn period(&mut self, label: &str, what: &str, seconds: f64) {
+        self.window = Some(Window::start(label, what, seconds));
+    }
+    fn finish(&mut self) {
+        if let Some(s) = &mut self.steps {
+            s.finish();
+        }
+        if let Some(w) = &mut self.window {
+            w.finish();
+        }
     }
 }
 
@@ -543,19 +567,5 @@ impl crate::sweep::Observer for Sweep {
     }
     fn note(&mut self, text: &str) {
         self.say(|| crate::sweep::StderrLog.note(text));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human;
-
-    #[test]
-    fn lengths_of_time_read_like_speech() {
-        assert_eq!(human(0.4), "0 s");
-        assert_eq!(human(18.2), "18 s");
-        assert_eq!(human(120.0), "2 min");
-        assert_eq!(human(520.0), "8 min 40 s");
-        assert_eq!(human(3900.0), "1 h 05 min");
     }
 }

@@ -1,5 +1,5 @@
-//! Numbers and durations for humans: the formatters every layer prints with (pure; the
-//! model, analysis and renderers all use them, so they sit below all of them).
+//! Numbers, durations and tables for humans: the formatters every layer prints with (pure; the
+//! model, analysis, engines and renderers all use them, so they sit below all of them).
 
 /// Format a float with a sensible number of significant digits for humans; a whole number
 /// (a setting, a thread or core count) prints as an integer, never as "4.000".
@@ -45,6 +45,25 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// "8 min 40 s", "18 s", "1 h 05 min": a rounded length of time for people.
+pub fn human(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 if s % 60 == 0 => format!("{} min", s / 60),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// A plain, borderless table for terminals and pipes alike.
+pub fn table(header: &[&str]) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING);
+    t.set_header(header.iter().map(comfy_table::Cell::new));
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +87,14 @@ mod tests {
         assert_eq!(fmt_num(f64::NAN), "-");
         assert_eq!(fmt_ns(27_270.0), "27.27 us");
         assert_eq!(fmt_ns(2_000_000.0), "2 ms");
+    }
+
+    #[test]
+    fn lengths_of_time_read_like_speech() {
+        assert_eq!(human(0.4), "0 s");
+        assert_eq!(human(18.2), "18 s");
+        assert_eq!(human(120.0), "2 min");
+        assert_eq!(human(520.0), "8 min 40 s");
+        assert_eq!(human(3900.0), "1 h 05 min");
     }
 }

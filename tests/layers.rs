@@ -1,8 +1,8 @@
 //! The layer table of docs/ARCHITECTURE.md, checked against the imports of `src/`.
 //!
-//! Every top-level module has a rank; a module may import only modules of a lower rank. The
-//! arrows that still run upward today are listed in `KNOWN_UPWARD`; the test fails on any other
-//! upward arrow (a new one) and on a listed arrow that is gone (so the list only shrinks). It
+//! Every top-level module has a rank; a module may import only modules of a lower rank. No
+//! arrow runs upward today (`KNOWN_UPWARD` is empty, issue 26); the test fails on any upward
+//! arrow not in that list and on a listed arrow that is gone (so the list only shrinks). It
 //! also fails on a cycle between two files, other than those in `KNOWN_FILE_CYCLES`.
 //!
 //! Imports are read as text: every `crate::a::b` path and every `super::x` path in a file
@@ -19,6 +19,8 @@ const RANKS: &[(&str, u32)] = &[
     ("error", 0),
     ("units", 0),
     ("model", 0),
+    // the progress trait engines call (the CLI's `progress` implements it)
+    ("meter", 0),
     ("files", 1),
     // the MySQL wire protocol (packets, answers, commands), shared by load and rt
     ("proto", 1),
@@ -50,19 +52,9 @@ const RANKS: &[(&str, u32)] = &[
     ("main", 11),
 ];
 
-/// Upward arrows still in the tree (from, to). Remove an entry when its arrow is gone.
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("fleet", "report"),
-    ("lab", "report"),
-    ("profile", "report"),
-    ("server", "progress"),
-    ("server", "report"),
-    ("sweep", "report"),
-    ("tune", "progress"),
-    ("tune", "report"),
-    ("watch", "progress"),
-    ("watch", "report"),
-];
+/// Upward arrows still in the tree (from, to): none since issue 26, and none to be added (move
+/// the helper down, or hand the engine a trait, instead).
+const KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// File cycles still in the tree, each as its sorted list of module paths.
 const KNOWN_FILE_CYCLES: &[&[&str]] = &[

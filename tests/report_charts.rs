@@ -89,7 +89,7 @@ fn lab_charts_match_golden() {
     ))
     .unwrap();
     let doc: LabDoc = serde_json::from_str(&text).unwrap();
-    let charts = spinscope::lab::render::charts(&doc);
+    let charts = spinscope::report::lab::charts(&doc);
     assert_eq!(charts.len(), 3);
     for (name, svg) in &charts {
         for latch in ["mysql80", "futex", "time-budget"] {

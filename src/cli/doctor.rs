@@ -8,7 +8,7 @@ use clap::{ArgAction, Args};
 
 use crate::doctor::{build_doc, Facts, Severity};
 use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK};
-use crate::server::collect::{collect, CollectOpts};
+use crate::server::collect::{collect_metered, CollectOpts};
 use crate::server::conn::{resolve, ConnArgs};
 use crate::server::snapshot::Snapshot;
 
@@ -172,10 +172,12 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 sql_hz: a.sql_hz,
                 enable_instruments: a.enable_instruments,
                 host_facts,
-                show_progress: true,
                 rt: a.rt,
             };
-            (collect(&target, &o, &stop)?, "live".to_string())
+            (
+                collect_metered(&target, &o, &stop, &mut crate::progress::Stderr::default())?,
+                "live".to_string(),
+            )
         }
     };
     if let Some(p) = &a.save_snapshot {

@@ -66,7 +66,6 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         sql_hz: None,
         enable_instruments: a.enable_instruments,
         host_facts,
-        show_progress: false,
         rt: false,
     };
     let stop = crate::interrupt::install()?;

@@ -1,12 +1,13 @@
 //! `spinscope lab`: flags into a [`LabPlan`], the engine (`crate::lab`), then the tables or
-//! JSON and the charts. Measuring, the document and its rendering live in `crate::lab`.
+//! JSON and the charts. Measuring and the document live in `crate::lab`, its rendering in
+//! `report::lab`.
 
 use std::path::PathBuf;
 
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::files::OutputDir;
 use crate::lab::plan::latch_list;
-use crate::lab::{self, render, LabPlan, LatchKind, SpinParams};
+use crate::lab::{self, LabPlan, LatchKind, SpinParams};
 use crate::report;
 
 #[derive(Debug, clap::Args)]
@@ -182,7 +183,7 @@ pub fn run(a: LabArgs) -> Result<i32> {
     let charts = match &a.charts {
         Some(dir) => Some(OutputDir::open(
             dir,
-            render::chart_files(&p),
+            report::lab::chart_files(&p),
             "--charts",
             false,
         )?),
@@ -192,13 +193,13 @@ pub fn run(a: LabArgs) -> Result<i32> {
     crate::interrupt::install()?;
     let doc = lab::run(&p, &mut crate::progress::lab())?;
     if let Some(out) = &charts {
-        out.write(&render::charts(&doc))?;
+        out.write(&report::lab::charts(&doc))?;
         eprintln!("spinscope lab: charts written to {}", out.dir().display());
     }
     if a.json {
         report::print_json(&doc)?;
     } else {
-        print!("{}", render::text(&doc));
+        print!("{}", report::lab::text(&doc));
     }
     Ok(if doc.interrupted {
         EXIT_INTERRUPTED

@@ -7,7 +7,7 @@
 //! - [`futex`]: the futex lock word every spinning latch sleeps on.
 //! - [`harness`]: one measured run of one point.
 //! - [`plan`]: the typed plan and its validation; [`engine`]: runs a plan into a [`LabDoc`].
-//! - [`doc`]: the `spinscope.lab/2` document; [`render`]: its tables and charts.
+//! - [`doc`]: the `spinscope.lab/2` document; its tables and charts are `report::lab`.
 //!
 //! Summaries and verdicts are pure, in `analysis::lab_stats`.
 
@@ -17,7 +17,6 @@ pub mod futex;
 pub mod harness;
 pub mod latch;
 pub mod plan;
-pub mod render;
 
 pub use doc::{LabDoc, Machine, Point};
 pub use engine::{run, Progress};

@@ -45,7 +45,7 @@ pub fn text(d: &ProfileDoc) -> String {
         d.spin_loop_samples
     );
     o.push('\n');
-    let mut t = crate::report::table(&[
+    let mut t = crate::units::table(&[
         "class",
         "share",
         "samples",
@@ -68,7 +68,7 @@ pub fn text(d: &ProfileDoc) -> String {
     let _ = writeln!(o, "{t}");
     if !d.spin_loops.is_empty() {
         o.push('\n');
-        let mut t = crate::report::table(&["spin loop (no symbol)", "share", "samples"]);
+        let mut t = crate::units::table(&["spin loop (no symbol)", "share", "samples"]);
         for l in d.spin_loops.iter().take(10) {
             t.add_row(vec![l.name.clone(), pct(l.share), l.samples.to_string()]);
         }
@@ -165,7 +165,7 @@ pub fn diff_text(d: &super::diff::ProfileDiff) -> String {
         }
     }
     o.push('\n');
-    let mut t = crate::report::table(&["class", "before", "after", "change", "noise 95%"]);
+    let mut t = crate::units::table(&["class", "before", "after", "change", "noise 95%"]);
     for c in &d.classes {
         t.add_row(vec![
             c.label.clone(),
@@ -182,7 +182,7 @@ pub fn diff_text(d: &super::diff::ProfileDiff) -> String {
         "functions, self share (top {} of {} by absolute change):",
         d.totals.functions_shown, d.totals.functions
     );
-    let mut t = crate::report::table(&["function", "class", "before", "after", "change"]);
+    let mut t = crate::units::table(&["function", "class", "before", "after", "change"]);
     for f in &d.functions {
         t.add_row(vec![
             f.function.clone(),

@@ -1,11 +1,12 @@
-//! The terminal table and CSV of a `spinscope.sweep/1` document. The document and its
-//! analysis are `sweep::doc`, re-exported here for the renderers and older paths.
+//! The terminal table of a `spinscope.sweep/1` document. The document and its analysis are
+//! `sweep::doc`, its CSV `sweep::csv`, re-exported here for the renderers and older paths.
 
 use std::fmt::Write;
 
 use crate::analysis::knee;
 use crate::units::{fmt_count, fmt_num};
 
+pub use crate::sweep::csv::csv;
 pub use crate::sweep::doc::*;
 
 /// What every column of the table and every ratio means (also in `sweep run --help`).
@@ -232,50 +233,6 @@ pub fn render(doc: &SweepDoc) -> String {
     }
     if let Some(why) = &doc.stopped_because {
         let _ = writeln!(s, "\nstopped early: {why}");
-    }
-    s
-}
-
-/// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
-fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", v.replace('"', "\"\""))
-    } else {
-        v.to_string()
-    }
-}
-
-/// One CSV row per step.
-pub fn csv(doc: &SweepDoc) -> String {
-    let mut s = String::from(
-        "threads,variant,repeat,interrupted,elapsed_s,txns,queries,tps,qps,mean_us,p50_us,p95_us,p99_us,p999_us,max_us,errors,reconnects,little_ratio,valid,invalid_reason\n",
-    );
-    for st in &doc.steps {
-        let l = &st.latency_us;
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{:.3},{},{},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.3},{},{}",
-            st.threads,
-            st.variant,
-            st.repeat,
-            st.interrupted,
-            st.elapsed_s,
-            st.txns,
-            st.queries,
-            st.tps,
-            st.qps,
-            l.mean,
-            l.p50,
-            l.p95,
-            l.p99,
-            l.p999,
-            l.max,
-            st.errors.values().sum::<u64>(),
-            st.reconnects,
-            st.little.ratio,
-            st.invalid.is_none(),
-            csv_field(st.invalid.as_deref().unwrap_or(""))
-        );
     }
     s
 }

@@ -11,6 +11,7 @@ use mysql::prelude::Queryable;
 use super::conn::{connect_target, Target};
 use super::snapshot::*;
 use crate::error::Result;
+use crate::meter::{Meter, Silent};
 
 /// What to collect.
 #[derive(Debug, Clone)]
@@ -26,8 +27,6 @@ pub struct CollectOpts {
     pub enable_instruments: bool,
     /// Host facts from a file, used when the server is not local.
     pub host_facts: Option<HostFacts>,
-    /// Show the window's progress on stderr (`crate::progress::Window`).
-    pub show_progress: bool,
     /// `doctor --rt`: capture the server's response times over the window (local server).
     pub rt: bool,
 }
@@ -740,9 +739,20 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// Collect everything from a live server. Fails (exit 3) only when the first connection or
-/// the version query fails; later refusals and failures become `refused` / `notes`.
+/// [`collect_metered`] showing nothing.
 pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapshot> {
+    collect_metered(t, o, stop, &mut Silent)
+}
+
+/// Collect everything from a live server, the window told to `shown` as a period. Fails
+/// (exit 3) only when the first connection or the version query fails; later refusals and
+/// failures become `refused` / `notes`.
+pub fn collect_metered(
+    t: &Target,
+    o: &CollectOpts,
+    stop: &AtomicBool,
+    shown: &mut dyn Meter,
+) -> Result<Snapshot> {
     let mut conn = connect_target(t)?;
     let (version, version_comment): (String, Option<String>) = conn
         .query_first("SELECT VERSION(), @@version_comment")
@@ -902,15 +912,16 @@ pub fn collect(t: &Target, o: &CollectOpts, stop: &AtomicBool) -> Result<Snapsho
     };
     let mut rt = (o.rt && o.window_s > 0.0)
         .then(|| super::rt_window::start(t, &variables, &mut conn, o.window_s));
-    let shown = (o.show_progress && o.window_s > 0.0)
-        .then(|| crate::progress::Window::start("doctor", "sampling", o.window_s));
+    if o.window_s > 0.0 {
+        shown.period("doctor", "sampling", o.window_s);
+    }
     if let Some(r) = rt.as_mut() {
         r.window_starts();
     }
     let burst = (o.window_s > 0.0)
         .then(|| burst_sample_plan(&mut conn, &plan, o.window_s, stop, ctx.notes));
     let rt = rt.map(super::rt_window::RtWindow::finish);
-    drop(shown);
+    shown.finish();
     // A failed sampler query that was not Ctrl-C: check whether the server is still there.
     let mut lost_connection = burst
         .as_ref()

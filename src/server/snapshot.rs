@@ -251,7 +251,7 @@ impl Snapshot {
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
-        crate::report::save_json(self, path)
+        crate::files::save_json(self, path)
     }
 
     /// Read a snapshot; anything unreadable or of another schema is bad input (exit 2).

@@ -1,6 +1,6 @@
 //! The `spinscope.sweep/1` document (the engine writes it, the renderers read it) and its
 //! analysis: knee, USL, Little, A/B verdicts, computed from the steps alone so a saved
-//! document can be re-analysed. The terminal table and CSV are `report::sweep`.
+//! document can be re-analysed. The terminal table is `report::sweep`, the CSV `sweep::csv`.
 
 use std::collections::BTreeMap;
 

@@ -158,11 +158,11 @@ fn new_doc(plan: &SweepPlan, version: String, tables: u32, table_size: u64) -> S
 fn save(doc: &mut SweepDoc, plan: &SweepPlan) -> Result<()> {
     doc.analysis = doc_mod::analyze(&doc.steps, &doc.config.variants, doc.config.sla.as_ref());
     if let Some(p) = &plan.outputs.save {
-        let text = crate::report::to_json(doc)? + "\n";
+        let text = crate::files::to_json(doc)? + "\n";
         crate::files::write_atomic(p, text.as_bytes(), "--save", true)?;
     }
     if let Some(p) = &plan.outputs.csv {
-        crate::files::write_atomic(p, crate::report::sweep::csv(doc).as_bytes(), "--csv", true)?;
+        crate::files::write_atomic(p, super::csv::csv(doc).as_bytes(), "--csv", true)?;
     }
     Ok(())
 }

@@ -9,9 +9,11 @@
 //! - [`observe`]: the [`Observer`] trait progress is reported through; [`StderrLog`] prints the
 //!   classic `spinscope: ...` lines, [`Quiet`] nothing.
 //!
-//! - [`doc`]: the `spinscope.sweep/1` document and its pure analysis (`analyze`); the table and
-//!   CSV are `report::sweep`, the charts and HTML `report::sweep_html`.
+//! - [`doc`]: the `spinscope.sweep/1` document and its pure analysis (`analyze`); [`csv`]: its
+//!   CSV (saved after every step); the table is `report::sweep`, the charts and HTML
+//!   `report::sweep_html`.
 
+pub mod csv;
 pub mod doc;
 pub mod engine;
 pub mod observe;

@@ -240,7 +240,7 @@ pub fn render(d: &TuneDoc) -> String {
         d.rounds,
         if d.interrupted { " (interrupted)" } else { "" }
     );
-    let mut t = crate::report::table(&[
+    let mut t = crate::units::table(&[
         "#",
         "candidate",
         "settings",

@@ -21,6 +21,7 @@ use crate::load::guard::SettingsGuard;
 use crate::load::spec::{Setting, Variant};
 use crate::load::workload::{Kind, Mix, Workload};
 use crate::load::{self, schema, Connector};
+use crate::meter::Meter;
 use crate::server::conn::Target;
 use crate::spin::model::{default_settings, family_for, settings_from_vars, FamilyInfo, Settings};
 use crate::sweep::{connector, measure_step, Bench, Quiet, StepSpec};
@@ -239,9 +240,10 @@ fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u3
     ))
 }
 
-/// Run `tune` against `target`. Returns the document; settings are restored (or the winner
-/// left set with `--apply`) before it returns, on every path.
-pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
+/// Run `tune` against `target`, telling `shown` the budget spent after each measurement.
+/// Returns the document; settings are restored (or the winner left set with `--apply`) before
+/// it returns, on every path.
+pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<TuneDoc> {
     let admin_connect = connector(target, None);
     let mut admin = admin_connect()?;
     let version: String = admin
@@ -330,7 +332,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
         max_p99_increase_pct: plan.max_p99_increase_pct,
     };
     let mut race = Race::new(cands.iter().map(|c| c.name.clone()).collect(), cfg);
-    let mut shown = crate::progress::Steps::new(
+    shown.start(
         "tune",
         "s of the budget",
         race.cfg.budget_s.ceil() as u64,
@@ -360,7 +362,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
             let wall = t.elapsed().as_secs_f64();
             Ok::<_, Error>(s.map(|s| (s, wall)))
         },
-        |r| progress(&mut shown, r, &cands),
+        |r| progress(shown, r, &cands),
     );
     shown.finish();
     drop(m);
@@ -431,7 +433,7 @@ pub fn run(plan: &TunePlan, target: &Target) -> Result<TuneDoc> {
 }
 
 /// After each measurement: the budget spent, the round, and the leader with its interval.
-fn progress(shown: &mut crate::progress::Steps, r: &Race, cands: &[Candidate]) {
+fn progress(shown: &mut dyn Meter, r: &Race, cands: &[Candidate]) {
     let lead = r.leader().map(|i| {
         let t = race::mean_interval(&r.arms[i].valid_tps());
         match t {

@@ -49,7 +49,6 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         enable_instruments: false,
         // After the first connection the host's spin hint is known: no second probe.
         host_facts: prev.and_then(|p| p.host.clone()),
-        show_progress: false,
         rt: false,
     };
     let snap = collect(&w.target, &opts, &never)?;
@@ -274,7 +273,6 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
             sql_hz: None,
             enable_instruments: false,
             host_facts: host,
-            show_progress: false,
             rt: false,
         };
         let snapshot = collect(&t, &opts, &never);
@@ -342,7 +340,7 @@ fn finish(
                             plan.after_s
                         ));
                         if let Some(h) = &snap.host {
-                            let _ = crate::report::save_json(h, &p.dir.join("host-facts.json"));
+                            let _ = crate::files::save_json(h, &p.dir.join("host-facts.json"));
                             files.push("host-facts.json".into());
                         }
                         match snap.save(&p.dir.join("doctor-snapshot.json")) {
@@ -414,7 +412,7 @@ fn finish(
             trigger: p.fired.clone(),
         };
         if failed.is_none() {
-            if let Err(e) = crate::report::save_json(&doc, &p.dir.join("capture.json")) {
+            if let Err(e) = crate::files::save_json(&doc, &p.dir.join("capture.json")) {
                 failed = Some(format!("capture.json: {e}"));
             }
         }
@@ -686,7 +684,7 @@ pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
                         i.cores,
                         if w.target.is_local() { ", local" } else { "" },
                         sh.plan.servers.len(),
-                        crate::progress::human(sh.t0.elapsed().as_secs_f64())
+                        crate::units::human(sh.t0.elapsed().as_secs_f64())
                     ));
                 }
                 info = Some(i);

@@ -43,7 +43,7 @@ impl Kind for Lab {
             .to_vec(),
             rows,
         )];
-        for (name, svg) in crate::lab::render::charts(&d) {
+        for (name, svg) in crate::report::lab::charts(&d) {
             blocks.push(Block::Svg { name, svg });
         }
         blocks.extend(command(doc));

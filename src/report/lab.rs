@@ -2,12 +2,12 @@
 
 use std::fmt::Write as _;
 
-use super::doc::{LabDoc, Point, STABLE_PCT};
-use super::latch::LatchKind;
-use super::plan::LabPlan;
+use super::{chart, table};
 use crate::analysis::lab_stats::{compare_story, OVERRUN_LIMIT_PCT};
 use crate::analysis::stats::Summary;
-use crate::report::{self, chart};
+use crate::lab::doc::{LabDoc, Point, STABLE_PCT};
+use crate::lab::latch::LatchKind;
+use crate::lab::plan::LabPlan;
 use crate::units::{fmt_ns, fmt_num};
 
 fn med_spread(s: &Option<Summary>, f: fn(f64) -> String) -> String {
@@ -37,7 +37,7 @@ pub fn text(doc: &LabDoc) -> String {
         p.cs_ns,
         p.think_ns
     );
-    let mut t = report::table(&[
+    let mut t = table(&[
         "latch",
         "threads",
         "K",
@@ -100,7 +100,7 @@ pub fn text(doc: &LabDoc) -> String {
             "\nWhen the spin hint gets {}x slower (pause scale {a} -> {b}):",
             b / a.max(1)
         );
-        let mut t = report::table(&[
+        let mut t = table(&[
             "latch",
             "threads",
             "ops/s change",

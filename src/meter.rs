@@ -1,0 +1,30 @@
+//! Progress as an engine reports it (issue 26): the [`Meter`] an engine calls as its work
+//! advances. The CLI's `progress` module implements it on stderr (`progress::Stderr`); library
+//! callers and tests pass [`Silent`]. Engines with richer events have their own observers
+//! (`lab::Progress`, `sweep::Observer`), which `progress` implements too.
+
+/// What an engine says about long work: a number of steps, or a fixed period.
+pub trait Meter {
+    /// Work of `total` steps of `unit` ("runs") under `label` ("tune") begins, expected to take
+    /// `est_s` seconds; `what` ("racing 4 candidates ...") says what makes it up.
+    fn start(&mut self, label: &str, unit: &'static str, total: u64, est_s: f64, what: &str);
+    /// Step `done` of the total finished; `point` says where the work is.
+    fn step(&mut self, done: u64, point: &str);
+    /// A fixed period of `seconds` with no steps (a sampling window) begins under `label`;
+    /// `what` ("sampling") says what it is. The meter shows it by itself until [`finish`].
+    ///
+    /// [`finish`]: Meter::finish
+    fn period(&mut self, label: &str, what: &str, seconds: f64);
+    /// The work or the period is over (done or stopped).
+    fn finish(&mut self);
+}
+
+/// A meter that shows nothing.
+pub struct Silent;
+
+impl Meter for Silent {
+    fn start(&mut self, _: &str, _: &'static str, _: u64, _: f64, _: &str) {}
+    fn step(&mut self, _: u64, _: &str) {}
+    fn period(&mut self, _: &str, _: &str, _: f64) {}
+    fn finish(&mut self) {}
+}
