@@ -493,130 +493,34 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
         );
     }
 
-    // A round measures every series, then MariaDB's short measurement on the last CPU. The two
-    // are timed a few ms apart, so a busy host can stretch one and not the other: a round whose
-    // figure disagrees is measured again whole (MAX_ATTEMPTS rounds at most), and the note says
-    // so. Each series also repeats on its own when its groups spread (measure_series).
-    let mut measurements = Vec::new();
-    let mut trials = Vec::new();
-    let mut result: Result<()> = Ok(());
-    let mut verdict: std::result::Result<(), String> = Ok(());
-    for round in 1..=MAX_ATTEMPTS {
-        measurements.clear();
-        result = (|| -> Result<()> {
-            for &cpu in &targets {
-                if let Err(e) = measure::pin_to(cpu) {
-                    return Err(Error::runtime(format!("probe: {e}")));
-                }
-                for hint in arch::hints_to_measure() {
-                    progress(&format!("CPU {cpu}: timing {}", hint.name()));
-                    measurements.push(measure_series(cpu, hint, None, ghz, o)?);
-                    if o.smt_load {
-                        match topology::smt_sibling(&entries, cpu) {
-                            Some(sib) if allowed.contains(&sib) => {
-                                progress(&format!(
-                                    "CPU {cpu}: timing {} with SMT sibling {sib} busy",
-                                    hint.name()
-                                ));
-                                let load = measure::BusyLoad::start(sib)
-                                    .map_err(|e| Error::runtime(format!("--smt-load: {e}")))?;
-                                let m = measure_series(cpu, hint, Some(sib), ghz, o);
-                                drop(load);
-                                measurements.push(m?);
-                            }
-                            Some(sib) => notes.push(format!(
-                                "--smt-load: CPU {cpu}'s sibling {sib} is not available to this \
-                             process; measured without load"
-                            )),
-                            None => {
-                                let n = format!(
-                                    "--smt-load: CPU {cpu} has no SMT sibling (SMT {}); measured \
-                                 without load",
-                                    if topo.smt {
-                                        "is on but not for this CPU"
-                                    } else {
-                                        "is off or absent"
-                                    }
-                                );
-                                if !notes.contains(&n) {
-                                    notes.push(n);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            Ok(())
-        })();
-        // The MariaDB rule runs pinned too (still on the last CPU), then affinity is restored.
-        trials = if result.is_ok() && o.mariadb_trials > 0 {
-            progress("repeating MariaDB's startup PAUSE measurement");
-            measure::mariadb_trials(o.mariadb_trials, 1)
-        } else {
-            Vec::new()
-        };
-        if result.is_err() {
-            break;
-        }
-        verdict = judge_report(&measurements, arch::primary_hint(), o, &trials);
-        match &verdict {
-            Err(why) if round < MAX_ATTEMPTS => {
-                progress(&format!("round {round} gave no figure; measuring again"));
-                notes.push(format!(
-                    "round {round} of the probe was discarded ({why}) and measured again"
-                ));
-            }
-            _ => break,
-        }
-    }
+    let base = Series {
+        cpu: targets[0],
+        ghz,
+        o,
+        entries: &entries,
+        allowed: &allowed,
+        smt: topo.smt,
+    };
+    let rounds = measure_rounds(&targets, base, &mut notes, progress);
     if let Some(set) = &orig {
         measure::set_affinity(set);
     }
-    result?;
+    let Rounds {
+        measurements,
+        trials,
+        verdict,
+    } = rounds?;
 
     let hint = arch::primary_hint();
     let summary = summarize_report(&measurements, hint)
         .ok_or_else(|| Error::runtime("probe: no usable measurement of the spin hint"))?;
-    if let Some(note) = measurements.iter().find_map(|m| m.cycles_note.clone()) {
-        if summary.core_cycles_per_hint.is_none() {
-            notes.push(note);
-        }
-    }
-    if let Some(sp) = summary.cpu_spread_pct {
-        if sp > 10.0 {
-            notes.push(format!(
-                "CPUs differ by {}% in ns per hint (hybrid cores, or a busy CPU): use --cpus \
-                 with the server's CPUs",
-                crate::units::fmt_num(sp)
-            ));
-        }
-    }
     let steal_pct = match (steal0, measure::steal_jiffies()) {
         (Some((s0, a0)), Some((s1, a1))) if a1 > a0 => {
             Some(s1.saturating_sub(s0) as f64 / (a1 - a0) as f64 * 100.0)
         }
         _ => None,
     };
-    if let Some(m) = measurements
-        .iter()
-        .find(|m| m.clock_spread_pct.is_some_and(|c| c > 5.0))
-    {
-        notes.push(format!(
-            "the core clock moved {}% between groups on CPU {} (a busy SMT sibling on the host, \
-             or a power limit): the figure is taken in core cycles and given at the fast clock \
-             ({} GHz)",
-            crate::units::fmt_num(m.clock_spread_pct.unwrap_or(0.0)),
-            m.cpu,
-            m.core_ghz.map_or("-".into(), crate::units::fmt_num)
-        ));
-    }
-    if let Some(sp) = steal_pct.filter(|s| *s >= 5.0) {
-        notes.push(format!(
-            "the hypervisor gave {}% of this machine's CPU time to others during the probe \
-             (steal): the host is busy",
-            crate::units::fmt_num(sp)
-        ));
-    }
+    notes.extend(measurement_notes(&measurements, &summary, steal_pct));
     let hv = hypervisor(&info);
     let ident = identity(&info);
     if ident.reference_key.is_none() {
@@ -666,6 +570,173 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
             steal_pct,
         },
     })
+}
+
+/// What the measurements themselves say about their figure: no cycle counter, CPUs that
+/// differ, a moving core clock, a busy hypervisor.
+fn measurement_notes(
+    measurements: &[HintMeasurement],
+    summary: &ProbeSummary,
+    steal_pct: Option<f64>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(note) = measurements.iter().find_map(|m| m.cycles_note.clone()) {
+        if summary.core_cycles_per_hint.is_none() {
+            out.push(note);
+        }
+    }
+    if let Some(sp) = summary.cpu_spread_pct {
+        if sp > 10.0 {
+            out.push(format!(
+                "CPUs differ by {}% in ns per hint (hybrid cores, or a busy CPU): use --cpus \
+                 with the server's CPUs",
+                crate::units::fmt_num(sp)
+            ));
+        }
+    }
+    if let Some(m) = measurements
+        .iter()
+        .find(|m| m.clock_spread_pct.is_some_and(|c| c > 5.0))
+    {
+        out.push(format!(
+            "the core clock moved {}% between groups on CPU {} (a busy SMT sibling on the host, \
+             or a power limit): the figure is taken in core cycles and given at the fast clock \
+             ({} GHz)",
+            crate::units::fmt_num(m.clock_spread_pct.unwrap_or(0.0)),
+            m.cpu,
+            m.core_ghz.map_or("-".into(), crate::units::fmt_num)
+        ));
+    }
+    if let Some(sp) = steal_pct.filter(|s| *s >= 5.0) {
+        out.push(format!(
+            "the hypervisor gave {}% of this machine's CPU time to others during the probe \
+             (steal): the host is busy",
+            crate::units::fmt_num(sp)
+        ));
+    }
+    out
+}
+
+/// The last round's series, MariaDB's short measurement and the verdict over both.
+struct Rounds {
+    measurements: Vec<HintMeasurement>,
+    trials: Vec<(u64, u64)>,
+    verdict: std::result::Result<(), String>,
+}
+
+/// A round measures every series, then MariaDB's short measurement on the last CPU. The two
+/// are timed a few ms apart, so a busy host can stretch one and not the other: a round whose
+/// figure disagrees is measured again whole (MAX_ATTEMPTS rounds at most), and a note says
+/// so. Each series also repeats on its own when its groups spread (measure_series). Leaves
+/// the thread pinned: the caller restores its affinity.
+fn measure_rounds(
+    targets: &[usize],
+    base: Series<'_>,
+    notes: &mut Vec<String>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Rounds> {
+    let o = base.o;
+    let mut round = 1;
+    loop {
+        let mut measurements = Vec::new();
+        for &cpu in targets {
+            Series { cpu, ..base }.measure(&mut measurements, notes, progress)?;
+        }
+        // The MariaDB rule runs pinned too (still on the last CPU).
+        let trials = if o.mariadb_trials > 0 {
+            progress("repeating MariaDB's startup PAUSE measurement");
+            measure::mariadb_trials(o.mariadb_trials, 1)
+        } else {
+            Vec::new()
+        };
+        let verdict = judge_report(&measurements, arch::primary_hint(), o, &trials);
+        match verdict {
+            Err(why) if round < MAX_ATTEMPTS => {
+                progress(&format!("round {round} gave no figure; measuring again"));
+                notes.push(format!(
+                    "round {round} of the probe was discarded ({why}) and measured again"
+                ));
+                round += 1;
+            }
+            verdict => {
+                return Ok(Rounds {
+                    measurements,
+                    trials,
+                    verdict,
+                })
+            }
+        }
+    }
+}
+
+/// Where one CPU's series are measured, and what it needs to know to do so.
+#[derive(Clone, Copy)]
+struct Series<'a> {
+    cpu: usize,
+    ghz: f64,
+    o: &'a ProbeOptions,
+    entries: &'a [topology::CpuTopo],
+    allowed: &'a [usize],
+    smt: bool,
+}
+
+impl Series<'_> {
+    /// Pin to the CPU and measure each hint, then (`--smt-load`) again with its SMT sibling
+    /// busy where it has one this process may use.
+    fn measure(
+        &self,
+        measurements: &mut Vec<HintMeasurement>,
+        notes: &mut Vec<String>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<()> {
+        let (cpu, ghz, o) = (self.cpu, self.ghz, self.o);
+        if let Err(e) = measure::pin_to(cpu) {
+            return Err(Error::runtime(format!("probe: {e}")));
+        }
+        for hint in arch::hints_to_measure() {
+            progress(&format!("CPU {cpu}: timing {}", hint.name()));
+            measurements.push(measure_series(cpu, hint, None, ghz, o)?);
+            if !o.smt_load {
+                continue;
+            }
+            match topology::smt_sibling(self.entries, cpu) {
+                Some(sib) if self.allowed.contains(&sib) => {
+                    progress(&format!(
+                        "CPU {cpu}: timing {} with SMT sibling {sib} busy",
+                        hint.name()
+                    ));
+                    let load = measure::BusyLoad::start(sib)
+                        .map_err(|e| Error::runtime(format!("--smt-load: {e}")))?;
+                    let m = measure_series(cpu, hint, Some(sib), ghz, o);
+                    drop(load);
+                    measurements.push(m?);
+                }
+                Some(sib) => {
+                    let n = format!(
+                        "--smt-load: CPU {cpu}'s sibling {sib} is not available to this \
+                         process; measured without load"
+                    );
+                    if !notes.contains(&n) {
+                        notes.push(n);
+                    }
+                }
+                None => {
+                    let n = format!(
+                        "--smt-load: CPU {cpu} has no SMT sibling (SMT {}); measured without load",
+                        if self.smt {
+                            "is on but not for this CPU"
+                        } else {
+                            "is off or absent"
+                        }
+                    );
+                    if !notes.contains(&n) {
+                        notes.push(n);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether the summary stands: every idle series of the primary hint passes `calc::judge`,
