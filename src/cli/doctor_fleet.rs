@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::doctor::DoctorArgs;
+use super::doctor_args::DoctorArgs;
 use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME};
 use crate::fleet::{diagnose, render, Member};
 use crate::server::collect::CollectOpts;

@@ -9,7 +9,7 @@
 //! of those exists does spinscope fall back to TCP 127.0.0.1:3306.
 //!
 //! Commands that flatten [`ConnArgs`] take `-h` for the host, so they must set
-//! `#[command(disable_help_flag = true)]` and declare their own `--help` (see `cli/doctor.rs`).
+//! `#[command(disable_help_flag = true)]` and declare their own `--help` (see `cli/doctor_args.rs`).
 //! No message, Debug output or capture ever contains the password.
 
 use std::path::PathBuf;

@@ -27,7 +27,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use super::conn::{closed, WireConn, WireError};
-use crate::load::driver::{ClientResult, Ctx, RETRY_CODES};
+use crate::load::step::{ClientResult, Ctx, RETRY_CODES};
 use crate::load::workload::{Op, Prepared};
 use crate::load::{stopped, WireConnector};
 use crate::proto::answer::Outcome;
