@@ -56,8 +56,26 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub fn describe_error(e: &mysql::Error) -> (Option<u16>, String) {
     match e {
         mysql::Error::MySqlError(m) => (Some(m.code), format!("ERROR {}: {}", m.code, m.message)),
+        e if is_timeout(e) => (
+            None,
+            "no answer within the timeout (--query-timeout; the server stopped or hangs?)".into(),
+        ),
         other => (None, other.to_string()),
     }
+}
+
+/// Whether a client error is a read or write that ran into the socket's timeout: the server
+/// is there but does not answer (stopped, hung), so trying again only waits as long again.
+pub fn is_timeout(e: &mysql::Error) -> bool {
+    use mysql_common::proto::codec::error::PacketCodecError;
+    let io = match e {
+        mysql::Error::IoError(io) | mysql::Error::CodecError(PacketCodecError::Io(io)) => io,
+        _ => return false,
+    };
+    matches!(
+        io.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// Whether an error means the connection is gone (reconnect) rather than the statement failed.
@@ -68,5 +86,28 @@ pub fn is_connection_error(e: &mysql::Error) -> bool {
         mysql::Error::IoError(_) | mysql::Error::CodecError(_) => true,
         mysql::Error::DriverError(_) => true,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_timeout_is_told_apart_from_a_broken_connection() {
+        use mysql_common::proto::codec::error::PacketCodecError;
+        use std::io::{Error as Io, ErrorKind};
+        let codec = |k| mysql::Error::CodecError(PacketCodecError::Io(Io::new(k, "x")));
+        assert!(is_timeout(&mysql::Error::IoError(Io::new(
+            ErrorKind::WouldBlock,
+            "x"
+        ))));
+        assert!(is_timeout(&codec(ErrorKind::WouldBlock)));
+        assert!(is_timeout(&codec(ErrorKind::TimedOut)));
+        assert!(!is_timeout(&codec(ErrorKind::BrokenPipe)));
+        assert!(is_connection_error(&codec(ErrorKind::WouldBlock)));
+        let (code, text) = describe_error(&codec(ErrorKind::WouldBlock));
+        assert_eq!(code, None);
+        assert!(text.contains("no answer within the timeout"), "{text}");
     }
 }

@@ -5,8 +5,9 @@
 //! The engine ([`diagnose`]) opens connections and starts threads; the summary of a row
 //! ([`Summary::of`]) and the table ([`render`]) are pure.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -79,8 +80,8 @@ pub struct FleetDoc {
 }
 
 /// Diagnose every member with at most `parallel` at a time; rows keep the members' order.
-/// `progress` is called (from worker threads) with k (servers done) and a line saying which
-/// and how ("db2: warning").
+/// `progress` is called with k (servers done) and a line saying which and how ("db2:
+/// warning"). See [`diagnose_with`].
 pub fn diagnose(
     members: &[Member],
     o: &CollectOpts,
@@ -88,39 +89,128 @@ pub fn diagnose(
     stop: &AtomicBool,
     progress: &(dyn Fn(usize, &str) + Sync),
 ) -> FleetDoc {
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let rows: Mutex<Vec<Option<Row>>> = Mutex::new(vec![None; members.len()]);
-    let workers = parallel.clamp(1, members.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(m) = members.get(i) else { break };
-                let row = if stop.load(Ordering::Relaxed) {
-                    row_err(m, "not diagnosed: interrupted".into())
-                } else {
-                    diagnose_one(m, o, stop)
-                };
-                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-                let what = match (&row.error, &row.summary) {
-                    (Some(e), _) => format!("error: {e}"),
-                    (None, Some(s)) => s
-                        .worst_severity
-                        .map_or("no findings", |v| v.name())
-                        .to_string(),
-                    _ => String::new(),
-                };
-                progress(k, &format!("{}: {what}", m.name));
-                if let Ok(mut r) = rows.lock() {
-                    r[i] = Some(row);
-                }
-            });
+    diagnose_with(members, o, parallel, stop, &|e| {
+        if let Event::Done { k, line, .. } = e {
+            progress(k, line)
         }
-    });
+    })
+}
+
+/// What [`diagnose_with`] reports while it runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// Member `i` started.
+    Started { i: usize, name: &'a str },
+    /// Member `i` finished (or was given up), the `k`-th done; `line` says which and how.
+    Done { i: usize, k: usize, line: &'a str },
+    /// Nothing finished for a moment (a few times a second while servers run).
+    Waiting,
+}
+
+/// How long one member may take before it is given up: the window, the connect timeout (the
+/// greeting included), one query timeout, and 5 s for the collection's own work. Every read
+/// has its timeout; this bounds a server that stops answering after some of them.
+pub fn limit(m: &Member, o: &CollectOpts) -> Duration {
+    Duration::from_secs_f64(o.window_s.max(0.0))
+        + m.target.connect_timeout
+        + m.target.query_timeout
+        + Duration::from_secs(5)
+}
+
+/// [`diagnose`], reporting every start and end and ticking while it waits. Each member runs on
+/// its own thread; one that has not finished within its [`limit`] (a server stopped or hung
+/// mid-collection) is given up: its row says so and the run goes on without waiting for its
+/// thread (which ends with the process).
+pub fn diagnose_with(
+    members: &[Member],
+    o: &CollectOpts,
+    parallel: usize,
+    stop: &AtomicBool,
+    on: &dyn Fn(Event<'_>),
+) -> FleetDoc {
+    let n = members.len();
+    let workers = parallel.clamp(1, n.max(1));
+    let (tx, rx) = mpsc::channel::<(usize, Row)>();
+    // The members' threads see the stop through their own flag (they may outlive this call).
+    let halt = Arc::new(AtomicBool::new(false));
+    let mut rows: Vec<Option<Row>> = vec![None; n];
+    let mut running: Vec<(usize, Instant)> = Vec::new();
+    let (mut next, mut done) = (0, 0);
+    let mut finish = |i: usize, row: Row, rows: &mut Vec<Option<Row>>| {
+        done += 1;
+        let what = match (&row.error, &row.summary) {
+            (Some(e), _) => format!("error: {e}"),
+            (None, Some(s)) => s
+                .worst_severity
+                .map_or("no findings", |v| v.name())
+                .to_string(),
+            _ => String::new(),
+        };
+        on(Event::Done {
+            i,
+            k: done,
+            line: &format!("{}: {what}", members[i].name),
+        });
+        rows[i] = Some(row);
+    };
+    while rows.iter().any(Option::is_none) {
+        if stop.load(Ordering::Relaxed) {
+            halt.store(true, Ordering::Relaxed);
+        }
+        while running.len() < workers && next < n {
+            let (i, m) = (next, &members[next]);
+            next += 1;
+            if stop.load(Ordering::Relaxed) {
+                finish(
+                    i,
+                    row_err(m, "not diagnosed: interrupted".into()),
+                    &mut rows,
+                );
+                continue;
+            }
+            on(Event::Started { i, name: &m.name });
+            let (m2, o2, halt2, tx2) = (m.clone(), o.clone(), Arc::clone(&halt), tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("fleet-{i}"))
+                .spawn(move || {
+                    let _ = tx2.send((i, diagnose_one(&m2, &o2, &halt2)));
+                });
+            match spawned {
+                Ok(_) => running.push((i, Instant::now())),
+                Err(e) => finish(i, row_err(m, format!("not diagnosed: {e}")), &mut rows),
+            }
+        }
+        if running.is_empty() {
+            continue;
+        }
+        match rx.recv_timeout(Duration::from_millis(250)) {
+            Ok((i, row)) => {
+                // A row that arrives after its member was given up is dropped.
+                if let Some(p) = running.iter().position(|r| r.0 == i) {
+                    running.remove(p);
+                    finish(i, row, &mut rows);
+                }
+            }
+            Err(_) => on(Event::Waiting),
+        }
+        let now = Instant::now();
+        let mut k = 0;
+        while k < running.len() {
+            let (i, t0) = running[k];
+            let lim = limit(&members[i], o);
+            if now.duration_since(t0) >= lim {
+                running.remove(k);
+                let e = format!(
+                    "no result within {} s (the window, --connect-timeout, --query-timeout and 5 s): the server stopped answering or hangs; given up",
+                    lim.as_secs()
+                );
+                finish(i, row_err(&members[i], e), &mut rows);
+            } else {
+                k += 1;
+            }
+        }
+    }
     let servers: Vec<Row> = rows
-        .into_inner()
-        .unwrap_or_default()
         .into_iter()
         .zip(members)
         .map(|(r, m)| r.unwrap_or_else(|| row_err(m, "not diagnosed".into())))
@@ -265,6 +355,7 @@ fn clip(t: &str, n: usize) -> String {
 mod tests {
     use super::*;
     use crate::doctor::{ev, Finding};
+    use std::sync::Mutex;
 
     fn doc(findings: Vec<Finding>) -> DoctorDoc {
         DoctorDoc {

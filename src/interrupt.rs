@@ -54,6 +54,16 @@ pub struct Deadline {
 
 impl Deadline {
     pub fn arm(after: Duration, why: String) -> Deadline {
+        Deadline::then(after, move || exit_with(&why, crate::error::EXIT_RUNTIME))
+    }
+
+    /// Not an exit: `line` printed on stderr after `after` unless dropped first (a wait that
+    /// lasts longer than it should is said while it lasts).
+    pub fn note(after: Duration, line: String) -> Deadline {
+        Deadline::then(after, move || eprintln!("{line}"))
+    }
+
+    fn then(after: Duration, action: impl FnOnce() + Send + 'static) -> Deadline {
         let cancel = Arc::new(AtomicBool::new(false));
         let c = Arc::clone(&cancel);
         let _ = std::thread::Builder::new()
@@ -67,7 +77,7 @@ impl Deadline {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 if !c.load(Ordering::SeqCst) {
-                    exit_with(&why, crate::error::EXIT_RUNTIME);
+                    action();
                 }
             });
         Deadline { cancel }

@@ -413,41 +413,158 @@ fn tables_line(l: &crate::load::schema::Loading) -> String {
     s
 }
 
-/// Work over N servers (doctor over a fleet): the estimate first, then on a terminal a bar of
-/// servers done that ticks once a second with each server's result printed above it;
-/// elsewhere one line per server done with elapsed and remaining time. Callable from the
-/// worker threads.
+/// Work over N servers (doctor over a fleet): the estimate first (and when a server that
+/// does not answer is given up), then on a terminal a bar of servers done that ticks once a
+/// second with each server's result printed above it; elsewhere one line per server done with
+/// elapsed and remaining time. The time left comes from the servers still running (how long
+/// each has run) and those still queued, never from the pace of the first ones alone: a
+/// server running past its expected time is named ("waiting for db2: 12 s, given up at 16 s"),
+/// on the bar and, elsewhere, in a line when it becomes late and every [`PLAIN_EVERY_S`]
+/// seconds after.
 pub struct Servers {
     label: String,
-    total: u64,
     bar: Option<ProgressBar>,
     started: Instant,
+    state: std::sync::Arc<std::sync::Mutex<ServersState>>,
+}
+
+/// What [`Servers`] knows of the run, shared with the bar's "left" field.
+struct ServersState {
+    total: u64,
+    parallel: u64,
+    each_s: f64,
+    limit_s: f64,
+    done: u64,
+    /// Servers in progress: (index, name, start, last "waiting for" line).
+    running: Vec<(usize, String, Instant, Option<Instant>)>,
+}
+
+impl ServersState {
+    /// Late: a server running this much past its expected time.
+    const GRACE_S: f64 = 1.0;
+
+    fn late(&self, at: Instant) -> Vec<(&str, f64)> {
+        self.running
+            .iter()
+            .map(|(_, n, t, _)| (n.as_str(), at.duration_since(*t).as_secs_f64()))
+            .filter(|(_, r)| *r > self.each_s + Self::GRACE_S)
+            .collect()
+    }
+
+    /// Seconds left, (expected, at most): the slowest server in progress, then the rounds
+    /// still queued.
+    fn left(&self, at: Instant) -> (f64, f64) {
+        let queued = self
+            .total
+            .saturating_sub(self.done)
+            .saturating_sub(self.running.len() as u64);
+        let rounds = queued.div_ceil(self.parallel.max(1)) as f64;
+        let (mut exp, mut most) = (0.0f64, 0.0f64);
+        for (_, _, t, _) in &self.running {
+            let r = at.duration_since(*t).as_secs_f64();
+            exp = exp.max(self.each_s - r);
+            most = most.max(self.limit_s - r);
+        }
+        (
+            exp.max(0.0) + rounds * self.each_s,
+            most.max(0.0) + rounds * self.limit_s,
+        )
+    }
+
+    /// "about 3 s left", or with a late server "waiting for db2 (12 s, given up at 16 s), at
+    /// most 4 s left".
+    fn left_text(&self, at: Instant) -> String {
+        let (exp, most) = self.left(at);
+        let late = self.late(at);
+        match late.first() {
+            None => format!("about {} left", human(exp)),
+            Some((name, r)) => format!(
+                "waiting for {name} ({}, given up at {}){}, at most {} left",
+                human(*r),
+                human(self.limit_s),
+                match late.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                },
+                human(most)
+            ),
+        }
+    }
 }
 
 impl Servers {
-    /// `total` servers, `parallel` at a time, each expected to take `each_s` seconds.
-    pub fn new(label: &str, total: u64, parallel: u64, each_s: f64, what: &str) -> Servers {
+    /// `total` servers, `parallel` at a time, each expected to take `each_s` seconds and given
+    /// up after `limit_s`.
+    pub fn new(
+        label: &str,
+        total: u64,
+        parallel: u64,
+        each_s: f64,
+        limit_s: f64,
+        what: &str,
+    ) -> Servers {
         let rounds = total.div_ceil(parallel.max(1));
         let est = rounds as f64 * each_s;
         eprintln!(
-            "spinscope {label}: {what}, about {} (Ctrl-C stops with what was measured)",
-            human(est)
+            "spinscope {label}: {what}, about {}; a server that does not answer is given up after {} (Ctrl-C stops with what was measured)",
+            human(est),
+            human(limit_s)
         );
+        let state = std::sync::Arc::new(std::sync::Mutex::new(ServersState {
+            total,
+            parallel,
+            each_s,
+            limit_s,
+            done: 0,
+            running: Vec::new(),
+        }));
         let bar = tty().then(|| {
             let b = bar(total, label, "servers", false);
+            let st = std::sync::Arc::clone(&state);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:16}] {pos}/{len} servers, {spent}, {left}: {wide_msg}",
+                )
+                .expect("a valid template")
+                .with_key("spent", |p: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}", human(p.elapsed().as_secs_f64()));
+                })
+                .with_key(
+                    "left",
+                    move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        if let Ok(s) = st.lock() {
+                            let _ = write!(w, "{}", s.left_text(Instant::now()));
+                        }
+                    },
+                )
+                .progress_chars("=> "),
+            );
             b.enable_steady_tick(Duration::from_secs(1));
             b
         });
         Servers {
             label: label.to_string(),
-            total,
             bar,
             started: Instant::now(),
+            state,
         }
     }
 
-    /// Server `done` of N finished; `line` says which and how ("db2: warning").
-    pub fn done(&self, done: u64, line: &str) {
+    /// Server `i` (`name`) started.
+    pub fn started(&self, i: usize, name: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.running.push((i, name.to_string(), Instant::now(), None));
+        }
+    }
+
+    /// Server `i` finished, the `done`-th of N; `line` says which and how ("db2: warning").
+    pub fn done(&self, i: usize, done: u64, line: &str) {
+        {
+            let Ok(mut s) = self.state.lock() else { return };
+            s.running.retain(|r| r.0 != i);
+            s.done = done;
+        }
+        // The bar's "left" field takes the lock when it draws: not held here.
         match &self.bar {
             Some(b) => {
                 b.suspend(|| eprintln!("spinscope {}: {line}", self.label));
@@ -455,14 +572,43 @@ impl Servers {
                 b.set_message(line.to_string());
             }
             None => {
-                let el = self.started.elapsed().as_secs_f64();
-                let left = el / done.max(1) as f64 * self.total.saturating_sub(done) as f64;
+                let Ok(s) = self.state.lock() else { return };
+                let now = Instant::now();
+                let left = if done >= s.total {
+                    "done".to_string()
+                } else {
+                    s.left_text(now)
+                };
                 eprintln!(
-                    "spinscope {}: [{done}/{}] {line}; {} elapsed, about {} left",
+                    "spinscope {}: [{done}/{}] {line}; {} elapsed, {left}",
                     self.label,
-                    self.total,
-                    human(el),
-                    human(left)
+                    s.total,
+                    human(now.duration_since(self.started).as_secs_f64()),
+                );
+            }
+        }
+    }
+
+    /// Called while waiting: elsewhere than on a terminal, a server running past its expected
+    /// time gets a line then, and again every [`PLAIN_EVERY_S`] seconds.
+    pub fn waiting(&self) {
+        if self.bar.is_some() {
+            return;
+        }
+        let Ok(mut s) = self.state.lock() else { return };
+        let now = Instant::now();
+        let (each_s, limit_s) = (s.each_s, s.limit_s);
+        for (_, name, t, last) in &mut s.running {
+            let r = now.duration_since(*t).as_secs_f64();
+            let due = last.is_none_or(|l| now.duration_since(l).as_secs_f64() >= PLAIN_EVERY_S);
+            if r > each_s + ServersState::GRACE_S && due {
+                *last = Some(now);
+                eprintln!(
+                    "spinscope {}: waiting for {name}: no result after {} (expected {}); given up at {}",
+                    self.label,
+                    human(r),
+                    human(each_s),
+                    human(limit_s)
                 );
             }
         }

@@ -2,9 +2,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::doctor::DoctorArgs;
+use super::doctor_args::DoctorArgs;
 use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME};
-use crate::fleet::{diagnose, render, Member};
+use crate::fleet::{diagnose_with, limit, render, Event, Member};
 use crate::server::collect::CollectOpts;
 use crate::server::conn::{redact_target, resolve};
 
@@ -70,22 +70,43 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
     };
     let stop = crate::interrupt::install()?;
     let at_once = a.parallel.min(members.len());
+    let given_up_after = members
+        .iter()
+        .map(|m| limit(m, &o))
+        .max()
+        .unwrap_or_default();
     let shown = crate::progress::Servers::new(
         "doctor",
         members.len() as u64,
         at_once as u64,
         // The window plus about a second of collection (variables, status, INNODB STATUS).
         a.window + 1.0,
+        given_up_after.as_secs_f64(),
         &format!(
             "diagnosing {} servers, {at_once} at a time, {} s window each",
             members.len(),
             crate::report::fmt_num(a.window)
         ),
     );
-    let doc = diagnose(&members, &o, a.parallel, &stop, &|k, l| {
-        shown.done(k as u64, l)
+    let doc = diagnose_with(&members, &o, a.parallel, &stop, &|e| match e {
+        Event::Started { i, name } => shown.started(i, name),
+        Event::Done { i, k, line } => shown.done(i, k as u64, line),
+        Event::Waiting => shown.waiting(),
     });
     shown.finish();
+    // A server given up with its instruments still on (--enable-instruments): its record
+    // stays open for `spinscope restore`.
+    let pending = crate::journal::pending_statements();
+    if !pending.is_empty() {
+        eprintln!(
+            "spinscope: a server stopped answering with spinscope's changes still on it; run `spinscope restore` with its connection flags once it answers, or these statements:\n{}",
+            pending
+                .iter()
+                .map(|s| format!("  {s};"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
     if a.json {
         crate::report::print_json(&doc)?;
     } else {

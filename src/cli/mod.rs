@@ -6,6 +6,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::error::{Result, EXIT_OK};
 
 pub mod doctor;
+pub mod doctor_args;
 pub mod doctor_fleet;
 pub mod lab;
 pub mod probe;

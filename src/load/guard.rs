@@ -57,10 +57,11 @@ pub struct SettingsGuard {
     silent: Option<String>,
 }
 
-/// A read or write that ran into the connection's timeout: the server is there but does not
-/// answer (stopped, hung), so trying again only waits as long again.
+/// A read or write that ran into the connection's timeout (also inside the packet codec): the
+/// server is there but does not answer (stopped, hung), so trying again only waits as long
+/// again.
 fn timed_out(e: &mysql::Error) -> bool {
-    matches!(e, mysql::Error::IoError(io) if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+    crate::error::is_timeout(e)
 }
 
 /// A global variable someone else changed while spinscope ran.
@@ -196,12 +197,24 @@ impl SettingsGuard {
         if r.is_err() && self.silent.is_none() && t0.elapsed() >= std::time::Duration::from_secs(1)
         {
             // A failure that took a wait to arrive: the server is there but not answering.
-            self.silent = Some(format!(
+            let why = format!(
                 "{what}: no answer within {:.0} s",
                 t0.elapsed().as_secs_f64()
-            ));
+            );
+            self.went_silent(why);
         }
         r
+    }
+
+    /// The server stopped answering: said at once (the run's end may take one more wait per
+    /// connection), and every later wait is one attempt.
+    fn went_silent(&mut self, why: String) {
+        if self.silent.is_none() {
+            eprintln!(
+                "spinscope: the server stopped answering ({why}); the run stops, puts back what the server still answers for, and keeps the results so far"
+            );
+            self.silent = Some(why);
+        }
     }
 
     fn with_conn_inner<T>(
@@ -212,7 +225,7 @@ impl SettingsGuard {
         let first = f(self.conn()?);
         let r = match first {
             Err(e) if timed_out(&e) => {
-                self.silent = Some(format!("{what}: {}", describe_error(&e).1));
+                self.went_silent(format!("{what}: {}", describe_error(&e).1));
                 Err(e)
             }
             Err(e) if is_connection_error(&e) && self.silent.is_none() => {
@@ -776,8 +789,19 @@ impl SettingsGuard {
             return self.changed.clone();
         }
         self.done = true;
+        // A server that does not answer gets one attempt, not one wait per variable.
+        let mut unanswered = false;
         for i in 0..self.changed.len() {
-            let note = self.restore_one(i);
+            let note = if unanswered {
+                let c = &self.changed[i];
+                format!(
+                    "could not restore {} (the server does not answer); run SET GLOBAL {} = {}",
+                    c.variable, c.variable, c.original
+                )
+            } else {
+                self.restore_one(i)
+            };
+            unanswered |= self.silent.is_some() && !self.changed[i].restored;
             self.changed[i].note = note;
             eprintln!("spinscope: {}", self.changed[i].note);
         }
@@ -786,6 +810,12 @@ impl SettingsGuard {
             // what could not be put back.
             self.conn = None;
             self.locks.clear();
+            let left = self.changed.iter().filter(|c| !c.restored).count();
+            if left > 0 && !self.restarted {
+                eprintln!(
+                    "spinscope: the server does not answer: {left} setting(s) stay changed and their journal records open; `spinscope restore` with the same connection flags puts them back once it answers"
+                );
+            }
             return self.changed.clone();
         }
         self.report_late_moves();

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod schema;
 pub mod spec;
 pub mod sql_guard;
+pub mod step;
 pub mod wire;
 pub mod workload;
 

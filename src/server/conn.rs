@@ -9,7 +9,7 @@
 //! of those exists does spinscope fall back to TCP 127.0.0.1:3306.
 //!
 //! Commands that flatten [`ConnArgs`] take `-h` for the host, so they must set
-//! `#[command(disable_help_flag = true)]` and declare their own `--help` (see `cli/doctor.rs`).
+//! `#[command(disable_help_flag = true)]` and declare their own `--help` (see `cli/doctor_args.rs`).
 //! No message, Debug output or capture ever contains the password.
 
 use std::path::PathBuf;
@@ -151,7 +151,7 @@ pub struct ConnArgs {
     /// CA certificate (PEM) for VERIFY_CA / VERIFY_IDENTITY.
     #[arg(long, value_name = "FILE")]
     pub ssl_ca: Option<PathBuf>,
-    /// Seconds to wait for the connection.
+    /// Seconds to wait for the connection, the server's greeting included.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub connect_timeout: u64,
     /// Seconds to wait for one query's answer.
@@ -720,8 +720,10 @@ fn opts(t: &Target, tls: bool) -> mysql::OptsBuilder {
         .db_name(t.database.clone())
         .prefer_socket(false)
         .tcp_connect_timeout(Some(t.connect_timeout))
-        .read_timeout(Some(t.query_timeout))
-        .write_timeout(Some(t.query_timeout));
+        // The handshake too waits at most the connect timeout (a server that takes the
+        // connection but never greets, e.g. SIGSTOPped); queries get theirs after it.
+        .read_timeout(Some(t.connect_timeout))
+        .write_timeout(Some(t.connect_timeout));
     b = match &t.socket {
         Some(s) => b.socket(Some(s.to_string_lossy().into_owned())),
         None => b.ip_or_hostname(Some(t.host.clone())).tcp_port(t.port),
@@ -746,10 +748,44 @@ fn opts(t: &Target, tls: bool) -> mysql::OptsBuilder {
     b
 }
 
+/// The longest wait for one answer on an open connection (SO_RCVTIMEO and SO_SNDTIMEO on its
+/// socket; a TLS connection's too, under the TLS layer).
+fn set_answer_timeout(c: &mysql::Conn, d: Duration) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let tv = libc::timeval {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_usec: d.subsec_micros() as libc::suseconds_t,
+    };
+    for opt in [libc::SO_RCVTIMEO, libc::SO_SNDTIMEO] {
+        // SAFETY: setsockopt(2) on the connection's own open socket with a valid timeval of
+        // the size passed.
+        let r = unsafe {
+            libc::setsockopt(
+                c.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&tv as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// A one-line explanation of a connection error (exit 3), never with the password.
 pub fn explain(t: &Target, e: &mysql::Error) -> Error {
     let at = t.describe();
     let msg = match e {
+        e if crate::error::is_timeout(e) => format!(
+            "no answer from {at} within the timeout (--connect-timeout {} s to connect, \
+             --query-timeout {} s per query): the server takes connections but does not answer \
+             (stopped or hung?)",
+            t.connect_timeout.as_secs(),
+            t.query_timeout.as_secs()
+        ),
         mysql::Error::MySqlError(m) if m.code == 1045 => format!(
             "access denied for {at} (server error 1045); check the user and password \
              (-u, -p, MYSQL_PWD, --defaults-file)"
@@ -827,6 +863,8 @@ pub fn connect_target_with(
         }
         Err(e) => return Err(explain(t, &e)),
     };
+    set_answer_timeout(&c, t.query_timeout)
+        .map_err(|e| Error::runtime(format!("setting --query-timeout on the connection: {e}")))?;
     crate::journal::check_on_connect(&mut c, &t.endpoint(), &t.flags_hint());
     Ok(c)
 }

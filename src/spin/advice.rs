@@ -533,6 +533,19 @@ pub fn recommend(
     recommend_within(info, current, cpu, target_ns, REACHED_WITHIN_PCT)
 }
 
+/// A factor with as many digits as it needs: 4062, 12.3, 2.7, 0.25.
+pub fn fmt_factor(r: f64) -> String {
+    if !r.is_finite() {
+        "-".into()
+    } else if r >= 100.0 {
+        format!("{r:.0}")
+    } else if r >= 1.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
 /// "innodb_spin_wait_delay 6000 is 1500x the default 4" for every non-default current value.
 pub fn current_vs_default(info: &FamilyInfo, current: &Settings) -> Vec<String> {
     knobs(info)
@@ -546,9 +559,9 @@ pub fn current_vs_default(info: &FamilyInfo, current: &Settings) -> Vec<String> 
             Some(if v > 0 && spec.default > 0 {
                 let r = v as f64 / spec.default as f64;
                 let times = if r >= 1.0 {
-                    format!("{}x", super::doc::fmt_factor(r))
+                    format!("{}x", fmt_factor(r))
                 } else {
-                    format!("1/{}", super::doc::fmt_factor(1.0 / r))
+                    format!("1/{}", fmt_factor(1.0 / r))
                 };
                 format!("{} {v} is {times} the default {}", spec.name, spec.default)
             } else {

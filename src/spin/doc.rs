@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::advice::fmt_factor;
 use super::advice::{max_spin_ns, recommend, Recommendation};
 use super::model::{default_settings, family_for, readings, CpuModel, Family, Reading, Settings};
 use super::version::ServerVersion;
@@ -88,19 +89,6 @@ pub fn vs_design(
 /// "4450x", "2.7x", "0.5x".
 pub fn fmt_ratio(r: f64) -> String {
     format!("{}x", fmt_factor(r))
-}
-
-/// A factor with as many digits as it needs: 4062, 12.3, 2.7, 0.25.
-pub fn fmt_factor(r: f64) -> String {
-    if !r.is_finite() {
-        "-".into()
-    } else if r >= 100.0 {
-        format!("{r:.0}")
-    } else if r >= 1.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.2}")
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! Little's check, open-loop "kept up", validity, the encoded histogram).
 
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
@@ -18,6 +18,10 @@ use crate::load::guard::SettingsGuard;
 use crate::load::spec::{Setting, Variant};
 use crate::load::workload::Workload;
 use crate::load::Connector;
+
+/// How long after its planned end a step that is still waiting for the server says so (its
+/// connections' setup, normally well under a second, counts in).
+const LATE: Duration = Duration::from_secs(10);
 
 /// What every step of one run shares: the workload, the client connections, the settings
 /// guard (journal, restore), the admin probe for Uptime and settings, and the stop flag.
@@ -63,7 +67,16 @@ pub fn measure_step(
     let _deadline = crate::interrupt::Deadline::arm(
         cfg.warmup + cfg.duration + crate::interrupt::step_deadline(),
         format!(
-            "the server did not answer within {} s after the end of step {n} (stopped or hung?); the results so far are saved",
+            "the server did not answer within {} s after the end of step {n} (stopped or hung?)",
+            crate::interrupt::step_deadline().as_secs()
+        ),
+    );
+    // Said while it lasts: a step still waiting for the server well after its planned end.
+    let _late = crate::interrupt::Deadline::note(
+        cfg.warmup + cfg.duration + LATE,
+        format!(
+            "spinscope: step {n} is still waiting for the server {} s after its planned end (stopped or hung?); each read waits up to --query-timeout, and the run gives up at the latest {} s after that end",
+            LATE.as_secs(),
             crate::interrupt::step_deadline().as_secs()
         ),
     );

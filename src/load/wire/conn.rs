@@ -183,6 +183,8 @@ pub struct WireConn {
     pub deprecate_eof: bool,
     pub connection_id: u32,
     pub server_version: String,
+    /// The `--query-timeout` it was opened with: the longest wait for one answer.
+    pub query_timeout: Duration,
     /// The packets read from the server so far (a packet may end in a later read).
     packets: PacketReader,
     /// The answer awaited; None when no request is out.
@@ -338,6 +340,7 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
         deprecate_eof: agreed & caps::DEPRECATE_EOF != 0,
         connection_id: g.connection_id,
         server_version: g.server_version,
+        query_timeout: ep.query_timeout,
         packets: PacketReader::new(KEEP, MAX_PAYLOAD),
         answer: None,
         unsolicited: None,

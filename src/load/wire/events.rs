@@ -27,13 +27,15 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use super::conn::{closed, WireConn, WireError};
-use crate::load::driver::{ClientResult, Ctx, RETRY_CODES};
+use crate::load::step::{ClientResult, Ctx, RETRY_CODES};
 use crate::load::workload::{Op, Prepared};
 use crate::load::{stopped, WireConnector};
 use crate::proto::answer::Outcome;
 use crate::proto::{com, command, Malformed};
 
-/// Longest wait for the transactions in flight at the end of a step.
+/// Longest wait for the transactions in flight at the end of a step (shorter when the
+/// connections' `--query-timeout` is: a server that stopped answering is not waited for longer
+/// than one answer may take).
 pub const DRAIN: Duration = Duration::from_secs(10);
 /// Pause between reconnect attempts (as the thread client's).
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
@@ -163,6 +165,8 @@ struct Worker<'a, 'b> {
     poll: Poll,
     sessions: Vec<Session>,
     end: Instant,
+    /// How long transactions in flight at the end are awaited (see [`DRAIN`]).
+    drain: Duration,
     period: Option<Duration>,
     scratch: Vec<u8>,
     /// The round's sends are submitted on it in one system call before the worker waits
@@ -178,6 +182,11 @@ pub(crate) fn worker(
     connector: &WireConnector,
     share: Vec<(u32, WireConn)>,
 ) -> Vec<ClientResult> {
+    let drain = share
+        .iter()
+        .map(|(_, c)| c.query_timeout)
+        .max()
+        .map_or(DRAIN, |q| q.min(DRAIN));
     let mut sessions: Vec<Session> = share
         .into_iter()
         .map(|(idx, conn)| Session::new(ctx, idx, conn))
@@ -203,6 +212,7 @@ pub(crate) fn worker(
         poll,
         sessions,
         end,
+        drain,
         period: ctx.period(),
         scratch: vec![0u8; 65536],
         ring: if std::env::var_os("SPINSCOPE_NO_URING").is_some() {
@@ -291,7 +301,7 @@ impl Worker<'_, '_> {
                     .sessions
                     .iter()
                     .any(|s| !matches!(s.state, State::Idle | State::Down));
-                let until = *drain_until.get_or_insert(now + DRAIN);
+                let until = *drain_until.get_or_insert(now + self.drain);
                 if !busy || now >= until {
                     return;
                 }
