@@ -81,9 +81,12 @@ pub type StackMap = HashMap<String, Tally, FoldHash>;
 /// What one pass found.
 #[derive(Debug, Default)]
 pub struct Folded {
-    /// `comm;root;...;leaf` -> samples and weight. A leaf may be a placeholder `\u{1}<i>` for
-    /// `leaves[i]`; [`Folded::resolve`] replaces them.
-    pub stacks: StackMap,
+    /// Stacks as name ids, comm first, leaf last (a leaf may be `LEAF_BIT | i` for
+    /// `leaves[i]`) -> samples and weight. Their text is written once, by
+    /// [`Folded::resolve`] (see [`Folded::stack_map`] for the text with placeholders).
+    stacks: HashMap<Vec<u32>, Tally, FoldHash>,
+    /// The distinct frame names (and comms), by id.
+    names: Vec<String>,
     pub leaves: Vec<UnknownLeaf>,
     /// The event folded (`None`: no event line named one).
     pub event: Option<String>,
@@ -110,28 +113,66 @@ pub struct Folded {
 
 impl Folded {
     /// The folded stacks with placeholders replaced: `names[i]` (when given) or the default name
-    /// of `leaves[i]`; sorted by stack.
+    /// of `leaves[i]`; sorted by stack. Each distinct stack's text is written here, once:
+    /// stacks whose texts are equal (two leaves given the same name; a comm with a `;`) are
+    /// merged after the sort, where they are neighbours.
     pub fn resolve(&self, names: &HashMap<usize, String>) -> Vec<(String, Tally)> {
-        let mut out: HashMap<String, Tally, FoldHash> =
-            HashMap::with_capacity_and_hasher(self.stacks.len(), FoldHash::default());
-        for (k, t) in &self.stacks {
-            let key = match k.rfind('\u{1}') {
-                Some(p) => {
-                    let i: usize = k[p + 1..].parse().unwrap_or(usize::MAX);
-                    let name = names
-                        .get(&i)
-                        .map(String::as_str)
-                        .or_else(|| self.leaves.get(i).map(|l| l.default_name.as_str()))
-                        .unwrap_or("[unknown]");
-                    format!("{}{}", &k[..p], name)
-                }
-                None => k.clone(),
-            };
-            out.entry(key).or_default().add(*t);
+        let mut v: Vec<(String, Tally)> = Vec::with_capacity(self.stacks.len());
+        for (ids, t) in &self.stacks {
+            let mut text = String::with_capacity(self.text_len(ids));
+            self.push_text(&mut text, ids, |i| {
+                names
+                    .get(&i)
+                    .map(String::as_str)
+                    .or_else(|| self.leaves.get(i).map(|l| l.default_name.as_str()))
+                    .unwrap_or("[unknown]")
+            });
+            v.push((text, *t));
         }
-        let mut v: Vec<(String, Tally)> = out.into_iter().collect();
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1.add(later.1);
+            }
+            same
+        });
         v
+    }
+
+    /// The folded stacks keyed by text, a leaf without a symbol written `\u{1}<index>` (its
+    /// index in [`Folded::leaves`]): what a fold found, before [`Folded::resolve`] names leaves.
+    pub fn stack_map(&self) -> StackMap {
+        let mut m = StackMap::default();
+        for (ids, t) in &self.stacks {
+            let mut text = String::new();
+            self.push_text(&mut text, ids, |i| format!("\u{1}{i}"));
+            m.entry(text).or_default().add(*t);
+        }
+        m
+    }
+
+    /// The length of a stack's text, its unnamed leaf counted as 16 bytes.
+    fn text_len(&self, ids: &[u32]) -> usize {
+        ids.iter()
+            .map(|&id| match self.names.get(id as usize) {
+                Some(n) if id & LEAF_BIT == 0 => n.len() + 1,
+                _ => 16,
+            })
+            .sum()
+    }
+
+    fn push_text<L: AsRef<str>>(&self, text: &mut String, ids: &[u32], leaf: impl Fn(usize) -> L) {
+        for (n, &id) in ids.iter().enumerate() {
+            if n > 0 {
+                text.push(';');
+            }
+            if id & LEAF_BIT != 0 {
+                text.push_str(leaf((id & !LEAF_BIT) as usize).as_ref());
+            } else {
+                text.push_str(&self.names[id as usize]);
+            }
+        }
     }
 }
 
@@ -193,6 +234,18 @@ struct State {
     memo_off: bool,
     memos: Vec<FrameMemo>,
     memo_ids: Vec<u32>,
+    /// Symbol and module (offset stripped) -> name ids in `sym_ids`: frame lines that differ
+    /// only in address and offset (the same function sampled at another instruction) give the
+    /// same names, so those are worked out once per symbol even when the line memo is off.
+    /// Bounded by `memo_cap` bytes of keys, as the line memo.
+    sym_memo: HashMap<Box<[u8]>, (u32, u32), FoldHash>,
+    sym_ids: Vec<u32>,
+    sym_key: Vec<u8>,
+    sym_bytes: usize,
+    /// Modules by id, for the symbol memo's keys; the last one looked up is kept at hand
+    /// (consecutive frame lines are mostly in the same module).
+    module_ids: HashMap<String, u32, FoldHash>,
+    last_module: (String, u32),
     stacks: HashMap<Vec<u32>, Tally, FoldHash>,
     leaf_index: HashMap<(String, u64), usize>,
     out: Folded,
@@ -281,6 +334,12 @@ fn fold_memo<R: Read>(r: R, opt: FoldOptions, memo_cap: usize) -> Result<Folded,
         memo_off: false,
         memos: Vec::new(),
         memo_ids: Vec::new(),
+        sym_memo: HashMap::default(),
+        sym_ids: Vec::new(),
+        sym_key: Vec::new(),
+        sym_bytes: 0,
+        module_ids: HashMap::default(),
+        last_module: (String::new(), u32::MAX),
         stacks: HashMap::default(),
         leaf_index: HashMap::new(),
         out: Folded::default(),
@@ -333,29 +392,11 @@ impl State {
         i
     }
 
-    /// The folded stacks as text, keyed as inferno writes them.
+    /// Hand the stacks (by frame ids) and the names over: their text is written by
+    /// [`Folded::resolve`], once.
     fn finish(&mut self) {
-        let mut text = String::new();
-        for (ids, t) in self.stacks.drain() {
-            text.clear();
-            for (n, &id) in ids.iter().enumerate() {
-                if n > 0 {
-                    text.push(';');
-                }
-                if id & LEAF_BIT != 0 {
-                    text.push('\u{1}');
-                    text.push_str(&(id & !LEAF_BIT).to_string());
-                } else {
-                    text.push_str(&self.name_list[id as usize]);
-                }
-            }
-            match self.out.stacks.get_mut(text.as_str()) {
-                Some(v) => v.add(t),
-                None => {
-                    self.out.stacks.insert(text.clone(), t);
-                }
-            }
-        }
+        self.out.stacks = std::mem::take(&mut self.stacks);
+        self.out.names = std::mem::take(&mut self.name_list);
     }
 
     fn odd(&mut self, line: &str) {
@@ -491,6 +532,24 @@ impl State {
         }
     }
 
+    fn module_id(&mut self, module: &str) -> u32 {
+        if self.last_module.1 != u32::MAX && self.last_module.0 == module {
+            return self.last_module.1;
+        }
+        let n = self.module_ids.len() as u32;
+        let id = match self.module_ids.get(module) {
+            Some(&id) => id,
+            None => {
+                self.module_ids.insert(module.to_string(), n);
+                n
+            }
+        };
+        self.last_module.0.clear();
+        self.last_module.0.push_str(module);
+        self.last_module.1 = id;
+        id
+    }
+
     /// What a frame line contributes; `None`: not a frame line.
     fn parse_frame(&mut self, line: &str) -> Option<FrameMemo> {
         let (pc, mut rawfunc, module) = stack_line_parts(line)?;
@@ -524,6 +583,25 @@ impl State {
                 leaf = Some(Box::new((module.to_string(), ip, default)));
             }
         }
+        if !unknown {
+            // The key: java flag, module id, symbol (unambiguous whatever bytes).
+            let module_id = self.module_id(module);
+            self.sym_key.clear();
+            self.sym_key.push(self.java as u8);
+            self.sym_key.extend_from_slice(&module_id.to_le_bytes());
+            self.sym_key.extend_from_slice(rawfunc.as_bytes());
+            if let Some(&(s, e)) = self.sym_memo.get(self.sym_key.as_slice()) {
+                self.memo_ids
+                    .extend_from_slice(&self.sym_ids[s as usize..e as usize]);
+                return Some(FrameMemo {
+                    skip: false,
+                    unknown,
+                    leaf,
+                    leaf_slot: NO_SLOT,
+                    ids: (start, self.memo_ids.len() as u32),
+                });
+            }
+        }
         self.names.clear();
         self.spans.clear();
         let demangled = fix_rust_symbol(rawfunc);
@@ -551,6 +629,14 @@ impl State {
             self.memo_ids.push(id);
         }
         self.names = names;
+        if !unknown && self.sym_bytes + self.sym_key.len() <= self.memo_cap {
+            self.sym_bytes += self.sym_key.len();
+            let s = self.sym_ids.len() as u32;
+            self.sym_ids
+                .extend_from_slice(&self.memo_ids[start as usize..]);
+            let e = self.sym_ids.len() as u32;
+            self.sym_memo.insert(self.sym_key.as_slice().into(), (s, e));
+        }
         Some(FrameMemo {
             skip: false,
             unknown,
@@ -684,16 +770,19 @@ fn event_line_parts(line: &str) -> Option<(&str, usize)> {
 }
 
 /// `<pc> <func...> (<module>)`: pc, func (" " when blank) and module without its parentheses.
+/// Cut at the first and the last space by byte search (this runs on every frame line).
 fn stack_line_parts(line: &str) -> Option<(&str, &str, &str)> {
-    let mut it = line.trim_start().splitn(2, ' ');
-    let pc = it.next()?.trim_end();
-    let mut it = it.next()?.rsplitn(2, ' ');
-    let module = it.next()?;
+    let line = line.trim_start();
+    let first = memchr::memchr(b' ', line.as_bytes())?;
+    let pc = line[..first].trim_end();
+    let rest = &line[first + 1..];
+    let last = memchr::memrchr(b' ', rest.as_bytes())?;
+    let module = &rest[last + 1..];
     if !module.starts_with('(') || !module.ends_with(')') || module.len() < 2 {
         return None;
     }
     let module = &module[1..module.len() - 1];
-    let func = match it.next()?.trim() {
+    let func = match rest[..last].trim() {
         "" => " ",
         s => s,
     };
@@ -835,13 +924,13 @@ mod tests {
         let f = run(t);
         assert_eq!(f.event.as_deref(), Some("cycles"));
         assert_eq!(
-            f.stacks["a;main;f"],
+            f.stack_map()["a;main;f"],
             Tally {
                 samples: 2,
                 weight: 400
             }
         );
-        assert_eq!(f.stacks.len(), 1);
+        assert_eq!(f.stack_map().len(), 1);
         assert_eq!(
             f.events,
             vec![("cycles".to_string(), 2), ("instructions".to_string(), 1)]
@@ -855,7 +944,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(g.stacks["a;g"].weight, 7);
+        assert_eq!(g.stack_map()["a;g"].weight, 7);
     }
 
     #[test]
@@ -863,14 +952,14 @@ mod tests {
         let t = "false 1 1.0:  5 cycles:u:  ffffffff9b201293 [unknown] ([unknown])\n\
                  false 1 1.1:  6 cycles:  7fa6 _dl_start+0x4 (/usr/lib/ld-2.31.so)\n";
         let f = run(t);
-        assert_eq!(f.stacks["false;[unknown]"].weight, 5);
-        assert_eq!(f.stacks["false;_dl_start"].weight, 6);
+        assert_eq!(f.stack_map()["false;[unknown]"].weight, 5);
+        assert_eq!(f.stack_map()["false;_dl_start"].weight, 6);
         assert_eq!(f.max_depth, 1);
         let t = "m 1/2 1.0: 9 cpu-clock:\n\t 7f a->b (/x)\n\t ffff do_sys (\
                  [kernel.kallsyms])\n\t 40 [unknown] (/usr/sbin/m)\n\n\
                  m 1/2 1.0: 9 cpu-clock:\n\t 40 [unknown] (/usr/sbin/m)\n\t 41 main (/usr/sbin/m)\n";
         let f = run(t);
-        assert_eq!(f.stacks["m;[m];do_sys_[k];a;b_[i]"].weight, 9);
+        assert_eq!(f.stack_map()["m;[m];do_sys_[k];a;b_[i]"].weight, 9);
         assert_eq!(f.leaves.len(), 1);
         assert_eq!(f.leaves[0].default_name, "[m]");
         assert_eq!(f.no_symbol_samples, 1);
@@ -885,7 +974,7 @@ mod tests {
         let mut t = b"m 1/2 1.0: 9 cpu-clock:\n\t 7f ".to_vec();
         t.extend_from_slice(b"\xc3__x64_sys_futex+0x71 ([kernel.kallsyms])\n\n");
         let f = fold(&t[..], FoldOptions::default()).unwrap();
-        assert_eq!(f.stacks["m;\u{fffd}__x64_sys_futex_[k]"].weight, 9);
+        assert_eq!(f.stack_map()["m;\u{fffd}__x64_sys_futex_[k]"].weight, 9);
         let zeros = std::io::repeat(0).take(3 * MAX_LINE_BYTES as u64);
         assert!(matches!(
             fold(std::io::BufReader::new(zeros), FoldOptions::default()),
