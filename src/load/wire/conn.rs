@@ -115,6 +115,14 @@ impl From<io::Error> for WireError {
         WireError::Io(e)
     }
 }
+impl From<tls::TlsError> for WireError {
+    fn from(e: tls::TlsError) -> Self {
+        match e {
+            tls::TlsError::Tls(s) => WireError::Tls(s),
+            tls::TlsError::Io(e) => WireError::Io(e),
+        }
+    }
+}
 impl From<Malformed> for WireError {
     fn from(e: Malformed) -> Self {
         WireError::Protocol(e)
@@ -473,7 +481,7 @@ impl WireConn {
     /// (nothing changes otherwise). Done once per request, before its first byte is written.
     pub fn seal(&mut self, out: &mut Vec<u8>) -> Result<(), WireError> {
         match self.tls.as_mut() {
-            Some(t) => t.seal(out),
+            Some(t) => Ok(t.seal(out)?),
             None => Ok(()),
         }
     }
@@ -485,7 +493,10 @@ impl WireConn {
         };
         let mut plain = std::mem::take(&mut self.plain);
         plain.clear();
-        let r = t.open(raw, &mut plain).and_then(|()| self.take(&plain));
+        let r = match t.open(raw, &mut plain) {
+            Ok(()) => self.take(&plain),
+            Err(e) => Err(e.into()),
+        };
         self.plain = plain;
         r
     }
@@ -493,7 +504,7 @@ impl WireConn {
     /// Write a whole request (blocking), sealed when TLS is on.
     fn send(&mut self, out: &[u8]) -> Result<(), WireError> {
         match self.tls.as_mut() {
-            Some(t) => t.send_blocking(&mut self.stream, out),
+            Some(t) => Ok(t.send_blocking(&mut self.stream, out)?),
             None => Ok(self.stream.write_all(out)?),
         }
     }

@@ -22,7 +22,19 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct};
 use rustls::{RootCertStore, SignatureScheme};
 
-use super::conn::{closed, Stream, WireError};
+/// What can go wrong here (the connection's `TlsError` takes both).
+#[derive(Debug)]
+pub enum TlsError {
+    /// TLS could not be set up or went wrong: rustls's reason.
+    Tls(String),
+    Io(io::Error),
+}
+
+impl From<io::Error> for TlsError {
+    fn from(e: io::Error) -> Self {
+        TlsError::Io(e)
+    }
+}
 
 /// How the server's certificate is checked (from `--ssl-mode` and `--ssl-ca`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,12 +51,12 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn tls_error(e: impl std::fmt::Display) -> WireError {
-    WireError::Tls(e.to_string())
+fn tls_error(e: impl std::fmt::Display) -> TlsError {
+    TlsError::Tls(e.to_string())
 }
 
 /// The certificates of a PEM file.
-fn roots(ca: &Path) -> Result<RootCertStore, WireError> {
+fn roots(ca: &Path) -> Result<RootCertStore, TlsError> {
     let mut store = RootCertStore::empty();
     let certs = CertificateDer::pem_file_iter(ca)
         .map_err(|e| tls_error(format!("--ssl-ca {}: {e}", ca.display())))?;
@@ -64,7 +76,7 @@ fn roots(ca: &Path) -> Result<RootCertStore, WireError> {
 }
 
 /// The client configuration of `verify`.
-pub fn config(verify: &Verify) -> Result<Arc<ClientConfig>, WireError> {
+pub fn config(verify: &Verify) -> Result<Arc<ClientConfig>, TlsError> {
     let p = provider();
     let checker: Arc<dyn ServerCertVerifier> = match verify {
         Verify::Nothing => Arc::new(Unchecked(Arc::clone(&p))),
@@ -181,17 +193,17 @@ fn server_name(host: &str) -> ServerName<'static> {
 }
 
 /// An rustls error inside an io::Error (how `complete_io` reports them) as a TLS error.
-fn from_io(e: io::Error) -> WireError {
+fn from_io(e: io::Error) -> TlsError {
     let tls = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         .map(|r| r.to_string());
     match tls {
-        Some(t) => WireError::Tls(t),
+        Some(t) => TlsError::Tls(t),
         None if e.kind() == io::ErrorKind::UnexpectedEof => {
-            WireError::Tls("the server closed the connection during the TLS handshake".into())
+            TlsError::Tls("the server closed the connection during the TLS handshake".into())
         }
-        None => WireError::Io(e),
+        None => TlsError::Io(e),
     }
 }
 
@@ -208,11 +220,11 @@ impl std::fmt::Debug for TlsSession {
 
 impl TlsSession {
     /// The TLS handshake on `s` (blocking), right after the SSLRequest packet.
-    pub fn handshake(
-        s: &mut Stream,
+    pub fn handshake<S: Read + Write>(
+        s: &mut S,
         config: Arc<ClientConfig>,
         host: &str,
-    ) -> Result<TlsSession, WireError> {
+    ) -> Result<TlsSession, TlsError> {
         let mut conn = ClientConnection::new(config, server_name(host)).map_err(tls_error)?;
         // A request is sealed whole, however long.
         conn.set_buffer_limit(None);
@@ -227,7 +239,7 @@ impl TlsSession {
 
     /// Replace the protocol bytes in `out` by the TLS records that carry them (preceded by
     /// any record the session still has to send).
-    pub fn seal(&mut self, out: &mut Vec<u8>) -> Result<(), WireError> {
+    pub fn seal(&mut self, out: &mut Vec<u8>) -> Result<(), TlsError> {
         if !out.is_empty() {
             self.conn.writer().write_all(out).map_err(from_io)?;
         }
@@ -240,7 +252,7 @@ impl TlsSession {
 
     /// The protocol bytes carried by the TLS bytes `raw` (a record may end in a later read),
     /// appended to `plain`.
-    pub fn open(&mut self, mut raw: &[u8], plain: &mut Vec<u8>) -> Result<(), WireError> {
+    pub fn open(&mut self, mut raw: &[u8], plain: &mut Vec<u8>) -> Result<(), TlsError> {
         while !raw.is_empty() {
             if self.conn.read_tls(&mut raw).map_err(from_io)? == 0 {
                 break;
@@ -253,14 +265,14 @@ impl TlsSession {
                 self.conn
                     .reader()
                     .read_exact(&mut plain[at..])
-                    .map_err(WireError::Io)?;
+                    .map_err(TlsError::Io)?;
             }
         }
         Ok(())
     }
 
     /// Seal and write `bytes` (blocking).
-    pub fn send_blocking(&mut self, s: &mut Stream, bytes: &[u8]) -> Result<(), WireError> {
+    pub fn send_blocking(&mut self, s: &mut impl Write, bytes: &[u8]) -> Result<(), TlsError> {
         let mut out = bytes.to_vec();
         self.seal(&mut out)?;
         s.write_all(&out)?;
@@ -268,13 +280,20 @@ impl TlsSession {
     }
 
     /// Read (blocking) until some protocol bytes came, appended to `plain`.
-    pub fn recv_blocking(&mut self, s: &mut Stream, plain: &mut Vec<u8>) -> Result<(), WireError> {
+    pub fn recv_blocking(
+        &mut self,
+        s: &mut impl Read,
+        plain: &mut Vec<u8>,
+    ) -> Result<(), TlsError> {
         let mut tmp = [0u8; 16384];
         let before = plain.len();
         while plain.len() == before {
             let n = s.read(&mut tmp)?;
             if n == 0 {
-                return Err(closed());
+                return Err(TlsError::Io(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                )));
             }
             self.open(&tmp[..n], plain)?;
         }
