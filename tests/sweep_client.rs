@@ -2,8 +2,7 @@
 //! library's step driver: what the server counted (`Com_stmt_execute`, read from another
 //! connection) equals what the clients sent, for both clients, point-select and read-write,
 //! 1 and 2 workers; deadlocks are rolled back and retried; clients whose connections are
-//! killed reconnect; a password login over TCP; and a server offering TLS makes the step fall
-//! back to the thread client.
+//! killed reconnect; and a password login over TCP. TLS is tests/sweep_tls.rs's.
 
 mod common;
 
@@ -250,56 +249,4 @@ fn killed_connections_reconnect_and_a_password_login_over_tcp_works() {
     let e = wire_connector(&bad, "spinscope")().unwrap_err();
     assert_eq!(e.code(), Some(1045), "{e}");
     assert!(!e.to_string().contains("wrong-pw"), "{e}");
-}
-
-#[test]
-fn a_server_offering_tls_gets_the_thread_client() {
-    let certs = tempfile::tempdir().unwrap();
-    common::tls::self_signed(certs.path());
-    let p = |f: &str| certs.path().join(f).display().to_string();
-    let Some(db) = start(&[
-        &format!("--ssl-cert={}", p("cert.pem")),
-        &format!("--ssl-key={}", p("key.pem")),
-    ]) else {
-        return;
-    };
-    prepare(&db, "spinscope", 1, 500);
-    let tcp = |mode| Target {
-        socket: None,
-        host: "127.0.0.1".into(),
-        port: db.port,
-        ssl_mode: mode,
-        ..socket_target(&db)
-    };
-    let wl = workload("point-select", 1, 500);
-    for (mode, tls_expected) in [(SslMode::Preferred, true), (SslMode::Disabled, false)] {
-        let t = tcp(mode);
-        let wc = wire_connector(&t, "spinscope");
-        // The event client's own connector refuses what would need TLS.
-        assert_eq!(wc().is_err(), tls_expected, "{mode:?}");
-        // (The mariadb command-line client reading the counter uses TLS itself: 1 accept.)
-        let before = status(&db, "Ssl_accepts");
-        let cfg = config(3, 0.5, events(&wc, 1));
-        let conn = connector(&t, Some("spinscope"));
-        // A run decides once: the thread client where the events client cannot connect.
-        let settled = spinscope::load::driver::settle_client(events(&wc, 1), &conn);
-        assert_eq!(
-            matches!(settled, Client::Threads),
-            tls_expected,
-            "{mode:?}: {settled:?}"
-        );
-        let o = run_step(&cfg, &wl, &conn, &AtomicBool::new(false)).unwrap();
-        let accepts = status(&db, "Ssl_accepts") - before;
-        assert!(o.txns > 0 && o.errors.is_empty(), "{mode:?}: {o:?}");
-        // PREFERRED: the step fell back to the thread client, whose connections use TLS.
-        assert_eq!(
-            accepts >= 4,
-            tls_expected,
-            "{mode:?}: {accepts} TLS accepts"
-        );
-        assert!(
-            tls_expected || accepts <= 1,
-            "{mode:?}: {accepts} TLS accepts"
-        );
-    }
 }

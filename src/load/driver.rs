@@ -106,6 +106,8 @@ pub struct StepOutcome {
     /// answer (events client; e.g. a KILL): the server may or may not have run them, so its
     /// count lies between `executes - executes_unanswered` and `executes`.
     pub executes_unanswered: u64,
+    /// The client that ran the step and whether it spoke TLS.
+    pub client: super::ClientUsed,
 }
 
 fn error_key(e: &mysql::Error) -> String {
@@ -340,6 +342,16 @@ pub fn run_step(
         Opened::Threads(conns) => stmt_limits(&mut conns[0]),
         Opened::Events(..) => stmt_limits(&mut connect()?),
     };
+    let client_used = match &mut opened {
+        Opened::Threads(conns) => super::ClientUsed {
+            kind: super::ClientKind::Threads,
+            tls: super::session_tls(&mut conns[0]),
+        },
+        Opened::Events(conns, ..) => super::ClientUsed {
+            kind: super::ClientKind::Events,
+            tls: conns[0].tls(),
+        },
+    };
     let cap = stmt_capacity(needed, cfg.threads, max_count, in_use);
     let (n_windows, window) = windows_of(cfg.duration);
     let shared = Shared {
@@ -489,6 +501,7 @@ pub fn run_step(
         first_error: None,
         executes: 0,
         executes_unanswered: 0,
+        client: client_used,
     };
     for r in results {
         out.late_prepares += r.late_prepares;

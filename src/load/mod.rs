@@ -47,6 +47,26 @@ pub enum ClientKind {
     Threads,
 }
 
+/// The client a step ran with, as its JSON records it (`client` in sweep steps and tune):
+/// the events client may have fallen back to the thread client, and TLS depends on the
+/// server as well as on `--ssl-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ClientUsed {
+    pub kind: ClientKind,
+    /// The step's connections speak TLS.
+    pub tls: bool,
+}
+
+/// Whether a thread-client connection speaks TLS (the server's `Ssl_cipher` of the session:
+/// the mysql crate does not say, and PREFERRED falls back to plain).
+pub fn session_tls(c: &mut mysql::Conn) -> bool {
+    use mysql::prelude::Queryable;
+    c.query_first::<(String, String), _>("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        .ok()
+        .flatten()
+        .is_some_and(|(_, v)| !v.is_empty())
+}
+
 /// Which load client runs a step.
 #[derive(Clone, Default)]
 pub enum Client {

@@ -117,6 +117,10 @@ pub struct StepDoc {
     /// Seconds each client took to connect and prepare before the step clock started.
     #[serde(default)]
     pub setup_s: f64,
+    /// The load client that ran the step (`events`, or `threads` where the events client
+    /// could not connect) and whether its connections spoke TLS.
+    #[serde(default)]
+    pub client: crate::load::ClientUsed,
     #[serde(default)]
     pub statements: StmtStats,
     /// The server's Uptime before and after the step, seconds.

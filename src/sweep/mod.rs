@@ -23,7 +23,7 @@ pub mod step;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::load::wire::{self, Endpoint, Tls};
+use crate::load::wire::{self, Endpoint, Tls, Verify};
 use crate::load::{self, Connector, WireConnector};
 use crate::server::conn::{self as server_conn, SslMode, Target};
 
@@ -55,13 +55,20 @@ pub fn connector(target: &Target, db: Option<&str>) -> Connector {
     })
 }
 
-/// The event client's connections to `target`, inside `db` (its own protocol code; TLS is
-/// not spoken, see `load::wire::Tls`).
+/// The event client's connections to `target`, inside `db` (its own protocol code; TLS as
+/// the thread client decides it: never on a Unix socket, `--ssl-mode` over TCP).
 pub fn wire_connector(target: &Target, db: &str) -> WireConnector {
     let tls = match (target.socket.is_some(), target.ssl_mode) {
         (true, _) | (false, SslMode::Disabled) => Tls::No,
         (false, SslMode::Preferred) => Tls::IfOffered,
         (false, _) => Tls::Must,
+    };
+    // resolve() makes sure VERIFY_* come with --ssl-ca; without one nothing can be trusted.
+    let ca = target.ssl_ca.clone().unwrap_or_default();
+    let verify = match target.ssl_mode {
+        SslMode::VerifyCa => Verify::Ca(ca),
+        SslMode::VerifyIdentity => Verify::CaAndName(ca),
+        _ => Verify::Nothing,
     };
     let ep = Endpoint {
         socket: target.socket.clone(),
@@ -73,6 +80,7 @@ pub fn wire_connector(target: &Target, db: &str) -> WireConnector {
         connect_timeout: target.connect_timeout,
         query_timeout: target.query_timeout,
         tls,
+        verify,
         deprecate_eof: true,
     };
     Arc::new(move || wire::connect(&ep))

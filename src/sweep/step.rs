@@ -268,6 +268,7 @@ pub fn step_doc(
         invalid: invalid_reason(&health),
         window_s: o.window_s,
         setup_s: o.setup_s,
+        client: o.client,
         statements: StmtStats {
             needed: o.stmts_needed,
             per_client: o.stmt_capacity,
@@ -308,6 +309,7 @@ mod tests {
             first_error: None,
             executes: 0,
             executes_unanswered: 0,
+            client: Default::default(),
         }
     }
 

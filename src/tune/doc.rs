@@ -140,6 +140,10 @@ pub struct TuneDoc {
     /// the rows hold what was measured until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_because: Option<String>,
+    /// The load client of the measurements (its last one: `events`, or `threads` where the
+    /// events client could not connect) and whether it spoke TLS; None before any.
+    #[serde(default)]
+    pub client: Option<crate::load::ClientUsed>,
 }
 
 pub const METHOD: &str = "racing: every remaining candidate measured once per round in rotated order, the measurements of one round paired; after 3 paired rounds a candidate significantly slower than the leader (paired log-ratio t interval, 1-0.05/m) leaves; change only when the leader beats the current settings by the paired log-ratio interval at 1-0.05/m (Bonferroni over the m candidates) and its mean p99 over 3 or more repeats stays within the limit; keep only when the current settings lead; otherwise no decision, with the budget a proof would take";
@@ -427,6 +431,7 @@ mod tests {
             interrupted: false,
             settings_after: vec![],
             stopped_because: None,
+            client: None,
         };
         let text = render(&doc);
         assert!(text.contains("decision: change to defaults"), "{text}");

@@ -62,6 +62,8 @@ struct ServerMeasure<'a> {
     probe: ServerProbe,
     stop: Arc<AtomicBool>,
     n: u64,
+    /// The client the last measurement ran with.
+    used: Option<load::ClientUsed>,
 }
 
 fn variant(info: &FamilyInfo, current: &Settings, c: &Candidate) -> Variant {
@@ -106,6 +108,7 @@ impl Measure for ServerMeasure<'_> {
             stop: &self.stop,
         };
         let (sd, _) = measure_step(&mut bench, &spec, &mut Quiet)?;
+        self.used = Some(sd.client);
         if sd.interrupted {
             return Ok(None);
         }
@@ -353,6 +356,7 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
         probe,
         stop: Arc::clone(&stop),
         n: 0,
+        used: None,
     };
     let outcome = race::run(
         &mut race,
@@ -365,6 +369,7 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
         |r| progress(shown, r, &cands),
     );
     shown.finish();
+    let client_used = m.used;
     drop(m);
     let decision = race.decide();
     let finished = outcome.as_ref().map(|d| *d).unwrap_or(false);
@@ -428,6 +433,7 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
         applied,
         interrupted,
         settings_after: after,
+        client: client_used,
         stopped_because,
     })
 }

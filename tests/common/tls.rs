@@ -38,3 +38,63 @@ pub fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
     );
     (dir.join("key.pem"), dir.join("cert.pem"))
 }
+
+/// A test CA and a server certificate it signed for the DNS name `localhost` only (so
+/// `127.0.0.1` does not match it), in `dir`: (ca.pem, server-key.pem, server-cert.pem).
+pub fn ca_signed_localhost(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| openssl(dir, args);
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=spinscope-test-ca",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server-key.pem",
+        "-out",
+        "server.csr",
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "server-cert.pem",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("server-key.pem"),
+        dir.join("server-cert.pem"),
+    )
+}

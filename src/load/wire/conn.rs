@@ -1,6 +1,7 @@
-//! A connection spoken with [`crate::proto`]: the handshake and the setup commands are done
-//! blocking (with the target's timeouts); the event client then sets the socket nonblocking
-//! and drives it itself, feeding what it reads to [`WireConn::take`].
+//! A connection spoken with [`crate::proto`]: the handshake (TLS included, see
+//! [`super::tls`]) and the setup commands are done blocking (with the target's timeouts); the
+//! event client then sets the socket nonblocking and drives it itself, sealing each request
+//! ([`WireConn::seal`]) and feeding what it reads to [`WireConn::take_wire`].
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -14,6 +15,8 @@ use crate::proto::command::{self, AuthReply};
 use crate::proto::packet::{self, Flow, PacketReader, MAX_PAYLOAD};
 use crate::proto::{caps, com, Malformed, ServerError};
 
+use super::tls::{self, TlsSession, Verify};
+
 /// Where and as whom to connect (never printed with the password).
 #[derive(Clone)]
 pub struct Endpoint {
@@ -25,9 +28,10 @@ pub struct Endpoint {
     pub db: Option<String>,
     pub connect_timeout: Duration,
     pub query_timeout: Duration,
-    /// Whether TLS is wanted: this client speaks none, so a connection that would use it is
-    /// refused as unsupported (the step then uses the thread client).
+    /// Whether TLS is wanted (`--ssl-mode`), as the thread client decides it.
     pub tls: Tls,
+    /// How the server's certificate is checked when TLS is used.
+    pub verify: Verify,
     /// Ask for CLIENT_DEPRECATE_EOF when the server offers it (result sets end in OK instead
     /// of EOF); off only to test the EOF path.
     pub deprecate_eof: bool,
@@ -38,7 +42,8 @@ pub struct Endpoint {
 pub enum Tls {
     /// DISABLED, or a Unix socket (the mysql client never uses TLS there).
     No,
-    /// PREFERRED: plain only when the server offers no TLS.
+    /// PREFERRED: plain only when the server offers no TLS (or the TLS handshake fails, as
+    /// the thread client falls back).
     IfOffered,
     /// REQUIRED, VERIFY_CA, VERIFY_IDENTITY.
     Must,
@@ -59,8 +64,12 @@ pub enum WireError {
     Server(ServerError),
     Io(io::Error),
     Protocol(Malformed),
-    /// Something this client does not speak (an auth plugin, full caching_sha2 auth over TCP).
+    /// Something this client does not speak (an auth plugin, full caching_sha2 auth over
+    /// plain TCP).
     Unsupported(String),
+    /// TLS could not be set up: the server offers none where `--ssl-mode` requires it, the
+    /// handshake failed, or the certificate was rejected.
+    Tls(String),
 }
 
 impl std::fmt::Display for WireError {
@@ -71,6 +80,7 @@ impl std::fmt::Display for WireError {
             WireError::Io(e) => write!(f, "{e}"),
             WireError::Protocol(m) => write!(f, "{m}"),
             WireError::Unsupported(s) => write!(f, "{s}"),
+            WireError::Tls(s) => write!(f, "TLS: {s}"),
         }
     }
 }
@@ -103,6 +113,14 @@ impl WireError {
 impl From<io::Error> for WireError {
     fn from(e: io::Error) -> Self {
         WireError::Io(e)
+    }
+}
+impl From<tls::TlsError> for WireError {
+    fn from(e: tls::TlsError) -> Self {
+        match e {
+            tls::TlsError::Tls(s) => WireError::Tls(s),
+            tls::TlsError::Io(e) => WireError::Io(e),
+        }
     }
 }
 impl From<Malformed> for WireError {
@@ -192,6 +210,10 @@ pub struct WireConn {
     /// An error the server sent unasked (e.g. when the connection was killed); the server
     /// closes the connection after it.
     pub unsolicited: Option<ServerError>,
+    /// The TLS session over `stream`, when TLS is on.
+    tls: Option<Box<TlsSession>>,
+    /// Protocol bytes opened from TLS records, before [`WireConn::take`] reads them.
+    plain: Vec<u8>,
 }
 
 const WANT: u32 = caps::LONG_PASSWORD
@@ -227,6 +249,11 @@ struct Handshake {
     packets: PacketReader,
     /// Bytes read but not yet framed.
     pending: Vec<u8>,
+    /// The TLS session, once the SSLRequest was answered with a TLS handshake.
+    tls: Option<Box<TlsSession>>,
+    /// The sequence id of the next packet sent: after the last one read, or after the last
+    /// one sent (the SSLRequest is followed by the handshake response).
+    out_seq: u8,
 }
 
 impl Handshake {
@@ -236,6 +263,8 @@ impl Handshake {
         Handshake {
             packets,
             pending: Vec::new(),
+            tls: None,
+            out_seq: 0,
         }
     }
 
@@ -249,18 +278,26 @@ impl Handshake {
             })?;
             self.pending.drain(..used);
             if let Some(g) = got {
+                self.out_seq = self.packets.next_seq();
                 return Ok(g);
             }
-            fill(s, &mut self.pending)?;
+            match self.tls.as_mut() {
+                Some(t) => t.recv_blocking(s, &mut self.pending)?,
+                None => fill(s, &mut self.pending)?,
+            }
         }
     }
 
     /// Send `payload` as the packet that follows the last one read.
     fn send(&mut self, s: &mut Stream, payload: &[u8]) -> Result<(), WireError> {
         let mut out = Vec::with_capacity(payload.len() + 4);
-        let next = packet::put_packet(&mut out, self.packets.next_seq(), payload);
+        let next = packet::put_packet(&mut out, self.out_seq, payload);
+        self.out_seq = next;
         self.packets.expect_seq(Some(next));
-        s.write_all(&out)?;
+        match self.tls.as_mut() {
+            Some(t) => t.send_blocking(s, &out)?,
+            None => s.write_all(&out)?,
+        }
         Ok(())
     }
 }
@@ -308,8 +345,17 @@ fn open(ep: &Endpoint) -> Result<Stream, WireError> {
     Ok(stream)
 }
 
-/// Connect, authenticate, and leave the socket blocking with the query timeout.
+/// Connect, authenticate, and leave the socket blocking with the query timeout. With
+/// PREFERRED a failed TLS handshake is followed by a plain connection, as the thread client
+/// does.
 pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
+    match connect_with(ep, ep.tls) {
+        Err(WireError::Tls(_)) if ep.tls == Tls::IfOffered => connect_with(ep, Tls::No),
+        other => other,
+    }
+}
+
+fn connect_with(ep: &Endpoint, tls: Tls) -> Result<WireConn, WireError> {
     let mut stream = open(ep)?;
     let mut hs = Handshake::new();
     let (_, p) = hs.read(&mut stream)?;
@@ -320,11 +366,16 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
         ));
     }
     let offers_tls = g.caps & caps::SSL != 0;
-    if ep.tls == Tls::Must || (ep.tls == Tls::IfOffered && offers_tls) {
-        return Err(WireError::Unsupported(
-            "TLS is wanted (--ssl-mode) and the events client does not speak it".into(),
-        ));
-    }
+    let use_tls = match tls {
+        Tls::No => false,
+        Tls::IfOffered => offers_tls,
+        Tls::Must if offers_tls => true,
+        Tls::Must => {
+            return Err(WireError::Tls(
+                "the server does not offer TLS and --ssl-mode requires it".into(),
+            ))
+        }
+    };
     let mut want = WANT;
     if !ep.deprecate_eof {
         want &= !caps::DEPRECATE_EOF;
@@ -332,7 +383,14 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
     if ep.db.is_some() {
         want |= caps::CONNECT_WITH_DB;
     }
-    let agreed = want & g.caps;
+    let mut agreed = want & g.caps;
+    if use_tls {
+        agreed |= caps::SSL;
+        let config = tls::config(&ep.verify)?;
+        hs.send(&mut stream, &command::ssl_request(agreed))?;
+        let session = TlsSession::handshake(&mut stream, config, &ep.host)?;
+        hs.tls = Some(Box::new(session));
+    }
     authenticate(ep, &mut stream, &mut hs, &g, agreed)?;
     stream.set_timeouts(Some(ep.query_timeout))?;
     let mut c = WireConn {
@@ -344,6 +402,8 @@ pub fn connect(ep: &Endpoint) -> Result<WireConn, WireError> {
         packets: PacketReader::new(KEEP, MAX_PAYLOAD),
         answer: None,
         unsolicited: None,
+        tls: hs.tls.take(),
+        plain: Vec::new(),
     };
     // Anything the server sent after its OK was sent unasked.
     if !hs.pending.is_empty() {
@@ -392,15 +452,16 @@ fn authenticate(
             }
             AuthReply::More(d) if plugin == "caching_sha2_password" => match d.first() {
                 Some(3) => {} // fast auth done; the OK follows
-                Some(4) if matches!(s, Stream::Unix(_)) => {
-                    // Full authentication: the password in clear is allowed on a local socket.
+                Some(4) if matches!(s, Stream::Unix(_)) || hs.tls.is_some() => {
+                    // Full authentication: the password in clear, on a local socket or
+                    // inside TLS.
                     let mut pw = password.clone().into_bytes();
                     pw.push(0);
                     hs.send(s, &pw)?;
                 }
                 _ => {
                     return Err(WireError::Unsupported(
-                        "caching_sha2_password full authentication over TCP needs TLS or RSA, which the events client does not speak".into(),
+                        "caching_sha2_password full authentication over plain TCP needs TLS (--ssl-mode) or RSA, which the events client does not speak".into(),
                     ))
                 }
             },
@@ -414,6 +475,43 @@ fn authenticate(
 }
 
 impl WireConn {
+    /// Whether the connection speaks TLS.
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Make the request in `out` ready for the socket: its TLS records when TLS is on
+    /// (nothing changes otherwise). Done once per request, before its first byte is written.
+    pub fn seal(&mut self, out: &mut Vec<u8>) -> Result<(), WireError> {
+        match self.tls.as_mut() {
+            Some(t) => Ok(t.seal(out)?),
+            None => Ok(()),
+        }
+    }
+
+    /// [`WireConn::take`] of the bytes a socket read: opened first when TLS is on.
+    pub fn take_wire(&mut self, raw: &[u8]) -> Result<Option<Outcome>, WireError> {
+        let Some(t) = self.tls.as_mut() else {
+            return self.take(raw);
+        };
+        let mut plain = std::mem::take(&mut self.plain);
+        plain.clear();
+        let r = match t.open(raw, &mut plain) {
+            Ok(()) => self.take(&plain),
+            Err(e) => Err(e.into()),
+        };
+        self.plain = plain;
+        r
+    }
+
+    /// Write a whole request (blocking), sealed when TLS is on.
+    fn send(&mut self, out: &[u8]) -> Result<(), WireError> {
+        match self.tls.as_mut() {
+            Some(t) => Ok(t.send_blocking(&mut self.stream, out)?),
+            None => Ok(self.stream.write_all(out)?),
+        }
+    }
+
     /// The request for command `cmd` was (or is about to be) written: its answer is awaited,
     /// starting at sequence id 1.
     pub fn asked(&mut self, cmd: u8) {
@@ -469,14 +567,14 @@ impl WireConn {
     /// Send `out` (a request for `cmd`) and read its answer (blocking).
     pub fn roundtrip(&mut self, out: &[u8], cmd: u8) -> Result<Outcome, WireError> {
         self.asked(cmd);
-        self.stream.write_all(out)?;
+        self.send(out)?;
         let mut buf = [0u8; 16384];
         loop {
             let n = self.stream.read(&mut buf)?;
             if n == 0 {
                 return Err(closed());
             }
-            if let Some(o) = self.take(&buf[..n])? {
+            if let Some(o) = self.take_wire(&buf[..n])? {
                 return Ok(o);
             }
         }
@@ -512,7 +610,6 @@ impl WireConn {
     pub fn close(&mut self, id: u32) -> Result<(), WireError> {
         let mut out = Vec::with_capacity(9);
         command::com_close(&mut out, id);
-        self.stream.write_all(&out)?;
-        Ok(())
+        self.send(&out)
     }
 }

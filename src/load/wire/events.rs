@@ -8,6 +8,9 @@
 //! and every request without io_uring (an older kernel, a seccomp filter, `SPINSCOPE_NO_URING`
 //! set), is a plain `send`. No send is left queued between rounds: a round is submitted and its
 //! completions reaped before the worker does anything else.
+//! Over TLS a request is sealed into its records before its first byte is written, so those
+//! writes and sends carry ciphertext as they are, and what is read is opened before it is
+//! taken (`WireConn::seal`, `WireConn::take_wire`).
 //!
 //! What a step measures is the thread client's, line for line (see `load::driver`): one
 //! outstanding transaction per connection (closed loop) or the same per-client schedule (open
@@ -320,7 +323,7 @@ impl Worker<'_, '_> {
                     continue;
                 }
                 if ev.is_writable() && self.sessions[i].want_out {
-                    self.flush(i);
+                    self.flush_with(i, false);
                 }
                 self.readable(i);
             }
@@ -457,8 +460,16 @@ impl Worker<'_, '_> {
         self.flush(i);
     }
 
-    /// Write what is left of the request; wait for writability when the socket is full.
+    /// Send the request just built in `out`: sealed into TLS records when the connection
+    /// speaks TLS, then written (or queued for the round); the rest waits for writability
+    /// when the socket is full.
     fn flush(&mut self, i: usize) {
+        let s = &mut self.sessions[i];
+        if let Some(conn) = s.conn.as_mut() {
+            if let Err(e) = conn.seal(&mut s.out) {
+                return self.on_error(i, e);
+            }
+        }
         self.flush_with(i, true);
     }
 
@@ -620,7 +631,7 @@ impl Worker<'_, '_> {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return self.ended_by_server(i, WireError::Io(e)),
             };
-            match conn.take(&self.scratch[..n]) {
+            match conn.take_wire(&self.scratch[..n]) {
                 // One request is out at a time: a complete answer means nothing more is due
                 // now, so the socket is not read again until the poll says so.
                 Ok(Some(o)) => return self.on_response(i, o),
