@@ -503,6 +503,50 @@ impl Carry {
     fn cpu_ns_per_sample(&self) -> f64 {
         self.cpu_ns as f64 / self.samples.max(1) as f64
     }
+
+    /// An SQL read at `t_ms`: Questions counted on from the last read, and the rate.
+    fn read_sql(&mut self, t_ms: f64, p: BurstPoint) {
+        let dt_s = self.last_t_ms.map_or(0.0, |l| (t_ms - l) / 1e3);
+        match self.last_q {
+            Some(lq) => {
+                let dq = p.questions.saturating_sub(lq);
+                self.questions += dq;
+                if dt_s > 0.0 {
+                    self.qps = dq as f64 / dt_s;
+                }
+            }
+            // The first read on this connection: the interval since the last one is estimated
+            // at the last rate.
+            None => self.questions += (self.qps * dt_s).round() as u64,
+        }
+        self.last_q = Some(p.questions);
+        self.last_t_ms = Some(t_ms);
+        self.sql = p;
+    }
+
+    /// The sample of a tick: its /proc count, the last SQL read's values (`held` when they are
+    /// not this tick's) and the rt percentiles.
+    fn sample(&self, t_ms: f64, pp: Option<ProcPoint>, held: bool, rt: (f32, f32, f32)) -> Sample {
+        let p = &self.sql;
+        let (rt_p50_ms, rt_p95_ms, rt_p99_ms) = rt;
+        Sample {
+            t_ms,
+            threads_running: p.threads_running.min(u32::MAX as u64) as u32,
+            threads_connected: p.threads_connected.min(u32::MAX as u64) as u32,
+            qps: self.qps,
+            row_lock_waits: p.row_lock_waits.min(u32::MAX as u64) as u32,
+            rtt_us: self.rtt_us,
+            questions: self.questions,
+            host_busy_pct: self.host_busy_pct,
+            server_cpu_pct: self.server_cpu_pct,
+            running: pp.map_or(NO_PROC, |c| c.running),
+            threads: pp.map_or(0, |c| c.threads.min(u16::MAX as u32) as u16),
+            held,
+            rt_p50_ms,
+            rt_p95_ms,
+            rt_p99_ms,
+        }
+    }
 }
 
 /// Host CPU busy and the server's own CPU since the last reading (local servers, once a second).
@@ -613,69 +657,141 @@ fn journal_open(conn: &mut mysql::Conn, t: &Target) -> Option<usize> {
     Some(crate::journal::records_for(conn, &id).len())
 }
 
+/// One connection's sampler: its rt capture, /proc series and session (dropped in that order).
+struct Session {
+    rt: Option<super::rt_feed::RtFeed>,
+    /// What was learnt about the server when this connection started.
+    inf: Info,
+    sampler: BurstSampler,
+    conn: mysql::Conn,
+}
+
+/// One server's sampling state, kept across rounds and reconnections.
+struct Watch<'a> {
+    sh: &'a Arc<Shared>,
+    /// The server, its query timeout capped so that a hung server cannot stall the sampler.
+    w: Watched,
+    label: ServerLabel,
+    ring: Ring,
+    evals: Vec<Evaluator>,
+    rc: RateControl,
+    bursts: Bursts,
+    journal_at: Option<Instant>,
+    info: Option<Info>,
+    wants_rt: bool,
+    rt_said: bool,
+    backoff: f64,
+    down_since: Option<Instant>,
+    last_err: String,
+    pending: Option<Pending>,
+    warned_running: bool,
+    said_proc: bool,
+    carry: Carry,
+}
+
 /// Watch one server until the stop flag; never returns an error (they are logged).
 pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
-    let plan = &sh.plan;
-    let m = &sh.metrics;
-    let label = ServerLabel {
-        server: w.name.clone(),
-    };
-    let mut target = w.target.clone();
-    // A hung server must not stall the sampler for a minute.
-    target.query_timeout = target.query_timeout.min(Duration::from_secs(10));
-    let w = &Watched {
-        name: w.name.clone(),
-        target,
-    };
-    let mut ring = Ring::new(plan.history_s + plan.after_s + 1.0, plan.hz);
-    let mut evals: Vec<Evaluator> = plan
-        .triggers
-        .iter()
-        .map(|t| Evaluator::new(t.clone(), plan.cooldown_s * 1e3))
-        .collect();
-    let mut rc = RateControl::new(plan.hz);
-    let mut bursts = Bursts::default();
-    let mut journal_at: Option<Instant> = None;
-    m.target_hz.get_or_create(&label).set(plan.hz);
-    m.up.get_or_create(&label).set(0);
-    m.reconnects.get_or_create(&label).inc_by(0);
-    m.bursts.get_or_create(&label).inc_by(0);
-    let mut info: Option<Info> = None;
-    let wants_rt = plan.triggers.iter().any(|t| t.series.is_rt());
-    let mut rt_said = false;
-    let mut backoff = 1.0f64;
-    let mut down_since: Option<Instant> = None;
-    let mut last_err = String::new();
-    let mut pending: Option<Pending> = None;
-    let mut warned_running = false;
-    let mut said_proc = false;
-    let mut carry = Carry {
-        host_busy_pct: f32::NAN,
-        server_cpu_pct: f32::NAN,
-        ..Default::default()
-    };
+    let mut me = Watch::new(sh, w);
     while !sh.stop.load(Ordering::Relaxed) {
-        let mut conn = match connect_target(&w.target) {
-            Ok(c) => c,
+        let Some(conn) = me.connect() else { continue };
+        if !me.learn_info() {
+            continue;
+        }
+        let Some(mut s) = me.open_session(conn) else {
+            continue;
+        };
+        let lost = me.sample_until_lost(&mut s);
+        me.session_ended(lost, &s.inf);
+    }
+    me.stopped();
+}
+
+impl<'a> Watch<'a> {
+    /// The state before the first connection; the server's metrics start at 0.
+    fn new(sh: &'a Arc<Shared>, w: &Watched) -> Watch<'a> {
+        let plan = &sh.plan;
+        let m = &sh.metrics;
+        let label = ServerLabel {
+            server: w.name.clone(),
+        };
+        let mut target = w.target.clone();
+        // A hung server must not stall the sampler for a minute.
+        target.query_timeout = target.query_timeout.min(Duration::from_secs(10));
+        let w = Watched {
+            name: w.name.clone(),
+            target,
+        };
+        let ring = Ring::new(plan.history_s + plan.after_s + 1.0, plan.hz);
+        let evals: Vec<Evaluator> = plan
+            .triggers
+            .iter()
+            .map(|t| Evaluator::new(t.clone(), plan.cooldown_s * 1e3))
+            .collect();
+        m.target_hz.get_or_create(&label).set(plan.hz);
+        m.up.get_or_create(&label).set(0);
+        m.reconnects.get_or_create(&label).inc_by(0);
+        m.bursts.get_or_create(&label).inc_by(0);
+        Watch {
+            sh,
+            w,
+            label,
+            ring,
+            evals,
+            rc: RateControl::new(plan.hz),
+            bursts: Bursts::default(),
+            journal_at: None,
+            info: None,
+            wants_rt: plan.triggers.iter().any(|t| t.series.is_rt()),
+            rt_said: false,
+            backoff: 1.0,
+            down_since: None,
+            last_err: String::new(),
+            pending: None,
+            warned_running: false,
+            said_proc: false,
+            carry: Carry {
+                host_busy_pct: f32::NAN,
+                server_cpu_pct: f32::NAN,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Wait the back-off (cut short by the stop flag) and double it, up to MAX_BACKOFF_S.
+    fn back_off(&mut self) {
+        crate::interrupt::sleep(Duration::from_secs_f64(self.backoff), &self.sh.stop);
+        self.backoff = (self.backoff * 2.0).min(MAX_BACKOFF_S);
+    }
+
+    /// A connection, or None after a failed attempt (each new error said once) and the back-off.
+    fn connect(&mut self) -> Option<mysql::Conn> {
+        let m = &self.sh.metrics;
+        match connect_target(&self.w.target) {
+            Ok(c) => Some(c),
             Err(e) => {
-                m.up.get_or_create(&label).set(0);
+                m.up.get_or_create(&self.label).set(0);
                 let msg = e.to_string();
-                if msg != last_err {
+                if msg != self.last_err {
                     log(&format!(
                         "{}: {msg}; retrying (back-off up to {MAX_BACKOFF_S:.0} s)",
-                        w.name
+                        self.w.name
                     ));
-                    last_err = msg;
+                    self.last_err = msg;
                 }
-                down_since.get_or_insert_with(Instant::now);
-                crate::interrupt::sleep(Duration::from_secs_f64(backoff), &sh.stop);
-                backoff = (backoff * 2.0).min(MAX_BACKOFF_S);
-                continue;
+                self.down_since.get_or_insert_with(Instant::now);
+                self.back_off();
+                None
             }
-        };
-        match learn(sh, w, info.as_ref()) {
+        }
+    }
+
+    /// Learn (again) what the server is; false, after the back-off, while it was never learnt.
+    fn learn_info(&mut self) -> bool {
+        let sh = self.sh;
+        let w = &self.w;
+        match learn(sh, w, self.info.as_ref()) {
             Ok(i) => {
-                if info.is_none() {
+                if self.info.is_none() {
                     let k = sh.up_once.fetch_add(1, Ordering::Relaxed) + 1;
                     log(&format!(
                         "{}: connected ({}, {} cores{}); {k} of {} servers sampling after {}",
@@ -687,25 +803,48 @@ pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
                         crate::units::human(sh.t0.elapsed().as_secs_f64())
                     ));
                 }
-                info = Some(i);
+                self.info = Some(i);
             }
-            Err(e) if info.is_none() => {
+            Err(e) if self.info.is_none() => {
                 log(&format!("{}: {e}; retrying", w.name));
-                crate::interrupt::sleep(Duration::from_secs_f64(backoff), &sh.stop);
-                backoff = (backoff * 2.0).min(MAX_BACKOFF_S);
-                continue;
+                self.back_off();
+                return false;
             }
             Err(_) => {}
         }
-        if info.is_none() {
-            continue;
-        }
-        // On a local server the running threads from /proc at --hz, the SQL counters at
-        // --sql-hz; else the SQL counters at --hz.
-        let bplan = match info
+        self.info.is_some()
+    }
+
+    /// The sampler on a fresh connection, the rates reset and the rt feed started; None when
+    /// the server is still unknown.
+    fn open_session(&mut self, mut conn: mysql::Conn) -> Option<Session> {
+        let (sampler, sql_target) = self.sampler(&mut conn);
+        self.say_running_unread(sampler.has_proc());
+        self.say_proc(&sampler, sql_target);
+        let inf = self.info.clone()?;
+        self.reconnected(&inf);
+        let hz = self.sh.plan.hz;
+        let rt = self
+            .wants_rt
+            .then(|| rt_feed(&self.w, &inf, &mut conn, hz, &mut self.rt_said))
+            .flatten();
+        Some(Session {
+            rt,
+            inf,
+            sampler,
+            conn,
+        })
+    }
+
+    /// The burst sampler and its SQL rate: on a local server the running threads from /proc at
+    /// --hz, the SQL counters at --sql-hz; else the SQL counters at --hz.
+    fn sampler(&mut self, conn: &mut mysql::Conn) -> (BurstSampler, f64) {
+        let plan = &self.sh.plan;
+        let bplan = match self
+            .info
             .as_ref()
             .and_then(|i| i.pid)
-            .filter(|_| w.target.is_local())
+            .filter(|_| self.w.target.is_local())
         {
             Some(pid) => BurstPlan {
                 hz: plan.hz,
@@ -716,294 +855,364 @@ pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
             None => BurstPlan::sql_only(plan.hz),
         };
         let mut sampler_notes = Vec::new();
-        let mut sampler = BurstSampler::new(&mut conn, &bplan, &mut sampler_notes);
+        let sampler = BurstSampler::new(conn, &bplan, &mut sampler_notes);
         for n in sampler_notes {
-            log(&format!("{}: {n}", w.name));
+            log(&format!("{}: {n}", self.w.name));
         }
         let sql_target = if sampler.has_proc() {
             bplan.sql_hz
         } else {
             plan.hz
         };
-        if rc.target_hz != sql_target {
-            rc = RateControl::new(sql_target);
+        if self.rc.target_hz != sql_target {
+            self.rc = RateControl::new(sql_target);
         }
-        // The default 'running' trigger beside the SQL one is for local servers; said only of
-        // one the user chose.
-        if !sampler.has_proc() && !warned_running && !plan.default_triggers {
-            warned_running = true;
+        (sampler, sql_target)
+    }
+
+    /// The default 'running' trigger beside the SQL one is for local servers; said only of one
+    /// the user chose, once.
+    fn say_running_unread(&mut self, has_proc: bool) {
+        let plan = &self.sh.plan;
+        if !has_proc && !self.warned_running && !plan.default_triggers {
+            self.warned_running = true;
             for t in plan.triggers.iter().filter(|t| t.series == Series::Running) {
                 log(&format!(
                     "{}: trigger '{}' reads 'running', counted from /proc on a local server only: it will not fire here",
-                    w.name, t.text
+                    self.w.name, t.text
                 ));
             }
         }
-        if let Some(i) = info.as_mut() {
+    }
+
+    /// The /proc series of this connection into the server's info, said the first time.
+    fn say_proc(&mut self, sampler: &BurstSampler, sql_target: f64) {
+        let plan = &self.sh.plan;
+        if let Some(i) = self.info.as_mut() {
             i.proc = sampler
                 .proc_source()
                 .zip(i.pid)
                 .map(|(src, pid)| (pid, src, sql_target));
-            if i.proc.is_some() && !said_proc {
-                said_proc = true;
+            if i.proc.is_some() && !self.said_proc {
+                self.said_proc = true;
                 log(&format!(
                     "{}: running threads from /proc at {} Hz, SQL counters at {sql_target} Hz",
-                    w.name, plan.hz
+                    self.w.name, plan.hz
                 ));
             }
         }
-        let Some(inf) = info.clone() else { continue };
-        if let Some(t) = down_since.take() {
-            m.reconnects.get_or_create(&label).inc();
+    }
+
+    /// The server is up: a reconnection counted and said, the back-off, rate and Questions
+    /// reference reset.
+    fn reconnected(&mut self, inf: &Info) {
+        let m = &self.sh.metrics;
+        if let Some(t) = self.down_since.take() {
+            m.reconnects.get_or_create(&self.label).inc();
             log(&format!(
                 "{}: reconnected after {:.1} s down ({})",
-                w.name,
+                self.w.name,
                 t.elapsed().as_secs_f64(),
                 inf.version
             ));
         }
-        last_err.clear();
-        backoff = 1.0;
-        rc.reset();
-        carry.last_t_ms = None;
-        carry.last_q = None;
-        m.up.get_or_create(&label).set(1);
-        let rt = wants_rt
-            .then(|| rt_feed(w, &inf, &mut conn, plan.hz, &mut rt_said))
-            .flatten();
-        let lost = loop {
-            if sh.stop.load(Ordering::Relaxed) {
-                break None;
+        self.last_err.clear();
+        self.backoff = 1.0;
+        self.rc.reset();
+        self.carry.last_t_ms = None;
+        self.carry.last_q = None;
+        m.up.get_or_create(&self.label).set(1);
+    }
+
+    /// Rounds until the stop flag (None) or a lost connection (Some(why)).
+    fn sample_until_lost(&mut self, s: &mut Session) -> Option<String> {
+        while !self.sh.stop.load(Ordering::Relaxed) {
+            if let Some(why) = self.round(s) {
+                return Some(why);
             }
-            if journal_at.is_none_or(|t| t.elapsed() >= JOURNAL_EVERY) {
-                journal_at = Some(Instant::now());
-                if let Some(n) = journal_open(&mut conn, &w.target) {
-                    m.journal_open.get_or_create(&label).set(n as i64);
-                }
-            }
-            let server_cpu0 = inf
-                .pid
-                .filter(|_| sampler.has_proc())
-                .and_then(|p| crate::server::host::process_cpu(Some(p)));
-            let hz = if sampler.has_proc() { plan.hz } else { rc.hz };
-            sampler.set_rates(hz, rc.hz);
-            let n = ((ROUND_S * hz).round() as usize).max(1);
-            let round_start_ms = sh.now_ms();
-            let round_start = Instant::now();
-            let mut notes = Vec::new();
-            // Window ends just after the n-th slot's start, so the round takes n samples and
-            // the next round starts on the next slot.
-            let rec = sampler.sample(
-                &mut conn,
-                (n as f64 - 1.0) / hz + 1e-6,
-                &sh.stop,
-                &mut notes,
-            );
-            let ticks = ticks(&rec);
-            carry.cpu_ns += rec.sampler_cpu_ns;
-            carry.samples += ticks.len() as u64;
-            m.sampler_cpu
-                .get_or_create(&label)
-                .inc_by(rec.sampler_cpu_ns as f64 / 1e9);
-            if !rec.points.is_empty() {
-                m.sample_rtt
-                    .get_or_create(&label)
-                    .set(rec.query_p50_us / 1e6);
-                carry.rtt_us = rec.query_p50_us as f32;
-            }
-            if w.target.is_local() {
-                host_signature(&mut carry, inf.pid);
-            }
-            for (t_rel, pp, sp) in ticks {
-                let t_ms = round_start_ms + t_rel;
-                let held = sp.is_none();
-                if let Some(p) = sp {
-                    let dt_s = carry.last_t_ms.map_or(0.0, |l| (t_ms - l) / 1e3);
-                    match carry.last_q {
-                        Some(lq) => {
-                            let dq = p.questions.saturating_sub(lq);
-                            carry.questions += dq;
-                            if dt_s > 0.0 {
-                                carry.qps = dq as f64 / dt_s;
-                            }
-                        }
-                        // The first read on this connection: the interval since the last one
-                        // is estimated at the last rate.
-                        None => carry.questions += (carry.qps * dt_s).round() as u64,
-                    }
-                    carry.last_q = Some(p.questions);
-                    carry.last_t_ms = Some(t_ms);
-                    carry.sql = p;
-                }
-                let p = &carry.sql;
-                let (rt_p50_ms, rt_p95_ms, rt_p99_ms) = rt
-                    .as_ref()
-                    .map_or((f32::NAN, f32::NAN, f32::NAN), |f| f.at(sh.unix_ms(t_ms)));
-                let s = Sample {
-                    t_ms,
-                    threads_running: p.threads_running.min(u32::MAX as u64) as u32,
-                    threads_connected: p.threads_connected.min(u32::MAX as u64) as u32,
-                    qps: carry.qps,
-                    row_lock_waits: p.row_lock_waits.min(u32::MAX as u64) as u32,
-                    rtt_us: carry.rtt_us,
-                    questions: carry.questions,
-                    host_busy_pct: carry.host_busy_pct,
-                    server_cpu_pct: carry.server_cpu_pct,
-                    running: pp.map_or(NO_PROC, |c| c.running),
-                    threads: pp.map_or(0, |c| c.threads.min(u16::MAX as u32) as u16),
-                    held,
-                    rt_p50_ms,
-                    rt_p95_ms,
-                    rt_p99_ms,
-                };
-                ring.push(s);
-                if s.running != NO_PROC {
-                    m.running.get_or_create(&label).observe(s.running as f64);
-                }
-                if !held {
-                    m.threads_running
-                        .get_or_create(&label)
-                        .observe(s.threads_running as f64);
-                }
-                for ev in evals.iter_mut() {
-                    let series = ev.trigger.series;
-                    if !s.has(series) {
-                        continue;
-                    }
-                    let pt = Point {
-                        t_ms,
-                        value: s.get(series),
-                    };
-                    let ring_ref = &ring;
-                    if let Some(f) = ev.step(pt, inf.cores, || Box::new(ring_ref.series(series))) {
-                        if let Some(p) = &pending {
-                            log(&format!(
-                                "{}: trigger '{}' fired during the capture of '{}'; that capture covers it",
-                                w.name, f.trigger, p.fired.trigger
-                            ));
-                        } else {
-                            pending = begin(sh, w, &inf, f);
-                        }
-                    }
-                }
-                // Every burst counts, whatever the cooldowns and capture limits say.
-                match bursts.step(t_ms, evals.iter().any(Evaluator::holding)) {
-                    Some(BurstEvent::Started) => {
-                        m.bursts.get_or_create(&label).inc();
-                    }
-                    Some(BurstEvent::Ended { duration_ms }) => {
-                        m.burst_duration
-                            .get_or_create(&label)
-                            .observe(duration_ms / 1e3);
-                    }
-                    None => {}
-                }
-                if pending.as_ref().is_some_and(|p| t_ms >= p.until_ms) {
-                    if let Some(p) = pending.take() {
-                        finish(sh, w, &inf, p, &ring, None, carry.cpu_ns_per_sample());
-                    }
-                }
-            }
-            let now = sh.now_ms();
-            let (achieved, gap) = ring.rate_and_gap(now, 10_000.0, false);
-            m.achieved_hz.get_or_create(&label).set(achieved);
-            m.longest_gap.get_or_create(&label).set(gap / 1e3);
-            let (sql_hz, sql_gap) = ring.rate_and_gap(now, 10_000.0, true);
-            m.sql_hz.get_or_create(&label).set(sql_hz);
-            m.sql_longest_gap.get_or_create(&label).set(sql_gap / 1e3);
-            if let Some(last) = ring.last() {
-                m.threads_connected
-                    .get_or_create(&label)
-                    .set(last.threads_connected as f64);
-            }
-            let max10 = ring
-                .iter()
-                .rev()
-                .take_while(|s| s.t_ms >= now - 10_000.0)
-                .map(|s| s.threads_running)
-                .max()
-                .unwrap_or(0);
-            m.threads_running_max
-                .get_or_create(&label)
-                .set(max10 as f64);
-            // Who the server was busy with: watch's session against the whole server (local),
-            // else whether other sessions were running at the round's reads.
-            let tick_ns = 1e9 / crate::server::host::clock_ticks_per_s().unwrap_or(100) as f64;
-            let server_cpu_ns = server_cpu0
-                .zip(
-                    inf.pid
-                        .and_then(|p| crate::server::host::process_cpu(Some(p))),
-                )
-                .map(|(a, b)| {
-                    let ticks = (b.utime + b.stime).saturating_sub(a.utime + a.stime);
-                    (ticks as f64 * tick_ns) as u64
-                });
-            let others = rec
-                .points
-                .iter()
-                .map(|p| p.threads_running)
-                .max()
-                .unwrap_or(0);
-            let load = Load::judge(
-                rec.server_session_cpu_ns,
-                server_cpu_ns,
-                tick_ns as u64,
-                others,
-            );
-            match rc.observe(
-                if rec.points.is_empty() {
-                    f64::NAN
-                } else {
-                    rec.query_p50_us
-                },
-                load,
-            ) {
-                Some(Change::Lowered { hz, rtt_us, usual_us }) => log(&format!(
-                    "{}: sample round trip {:.1} ms (usually {:.2} ms) while watch's own statements are the server's load; lowering the SQL rate to {hz} Hz",
-                    w.name,
-                    rtt_us / 1e3,
-                    usual_us / 1e3
-                )),
-                Some(Change::Raised { hz, rtt_us, back_to_target }) => log(&format!(
-                    "{}: round trip back to {:.2} ms; sampling at {hz} Hz{}",
-                    w.name,
-                    rtt_us / 1e3,
-                    if back_to_target { " again" } else { "" }
-                )),
-                None => {}
-            }
-            m.target_hz.get_or_create(&label).set(rc.hz);
-            if rec.interrupted && !sh.stop.load(Ordering::Relaxed) {
-                break Some(notes.pop().unwrap_or_else(|| "the sampler stopped".into()));
-            }
-            // Sleep to the next round's first slot.
-            let slot = Duration::from_secs_f64(n as f64 / hz);
-            let el = round_start.elapsed();
-            if el < slot {
-                crate::interrupt::sleep(slot - el, &sh.stop);
-            }
+        }
+        None
+    }
+
+    /// One round of about ROUND_S: sample, feed the ring, triggers and metrics, adapt the rate,
+    /// sleep to the next round's first slot. Some(why) when the connection was lost.
+    fn round(&mut self, s: &mut Session) -> Option<String> {
+        let sh = self.sh;
+        let (plan, m) = (&sh.plan, &sh.metrics);
+        self.read_journal(&mut s.conn);
+        let server_cpu0 = s
+            .inf
+            .pid
+            .filter(|_| s.sampler.has_proc())
+            .and_then(|p| crate::server::host::process_cpu(Some(p)));
+        let hz = if s.sampler.has_proc() {
+            plan.hz
+        } else {
+            self.rc.hz
         };
-        m.up.get_or_create(&label).set(0);
+        s.sampler.set_rates(hz, self.rc.hz);
+        let n = ((ROUND_S * hz).round() as usize).max(1);
+        let round_start_ms = sh.now_ms();
+        let round_start = Instant::now();
+        let mut notes = Vec::new();
+        // Window ends just after the n-th slot's start, so the round takes n samples and
+        // the next round starts on the next slot.
+        let rec = s.sampler.sample(
+            &mut s.conn,
+            (n as f64 - 1.0) / hz + 1e-6,
+            &sh.stop,
+            &mut notes,
+        );
+        let ticks = ticks(&rec);
+        self.account(&rec, ticks.len(), &s.inf);
+        for (t_rel, pp, sp) in ticks {
+            self.tick(round_start_ms + t_rel, pp, sp, s.rt.as_ref(), &s.inf);
+        }
+        self.ring_metrics();
+        self.adapt_rate(&rec, server_cpu0, &s.inf);
+        m.target_hz.get_or_create(&self.label).set(self.rc.hz);
+        if rec.interrupted && !sh.stop.load(Ordering::Relaxed) {
+            return Some(notes.pop().unwrap_or_else(|| "the sampler stopped".into()));
+        }
+        // Sleep to the next round's first slot.
+        let slot = Duration::from_secs_f64(n as f64 / hz);
+        let el = round_start.elapsed();
+        if el < slot {
+            crate::interrupt::sleep(slot - el, &sh.stop);
+        }
+        None
+    }
+
+    /// The journal's open records of the server, read again every JOURNAL_EVERY.
+    fn read_journal(&mut self, conn: &mut mysql::Conn) {
+        if self.journal_at.is_none_or(|t| t.elapsed() >= JOURNAL_EVERY) {
+            self.journal_at = Some(Instant::now());
+            if let Some(n) = journal_open(conn, &self.w.target) {
+                let m = &self.sh.metrics;
+                m.journal_open.get_or_create(&self.label).set(n as i64);
+            }
+        }
+    }
+
+    /// A round's own cost and round trip; the host's CPU on a local server.
+    fn account(&mut self, rec: &BurstRecord, samples: usize, inf: &Info) {
+        let m = &self.sh.metrics;
+        self.carry.cpu_ns += rec.sampler_cpu_ns;
+        self.carry.samples += samples as u64;
+        m.sampler_cpu
+            .get_or_create(&self.label)
+            .inc_by(rec.sampler_cpu_ns as f64 / 1e9);
+        if !rec.points.is_empty() {
+            m.sample_rtt
+                .get_or_create(&self.label)
+                .set(rec.query_p50_us / 1e6);
+            self.carry.rtt_us = rec.query_p50_us as f32;
+        }
+        if self.w.target.is_local() {
+            host_signature(&mut self.carry, inf.pid);
+        }
+    }
+
+    /// One tick: its sample into the ring and metrics, the triggers, the burst count, and the
+    /// pending capture finished once its after window has passed.
+    fn tick(
+        &mut self,
+        t_ms: f64,
+        pp: Option<ProcPoint>,
+        sp: Option<BurstPoint>,
+        rt: Option<&super::rt_feed::RtFeed>,
+        inf: &Info,
+    ) {
+        let sh = self.sh;
+        let m = &sh.metrics;
+        let held = sp.is_none();
+        if let Some(p) = sp {
+            self.carry.read_sql(t_ms, p);
+        }
+        let rt_ms = rt.map_or((f32::NAN, f32::NAN, f32::NAN), |f| f.at(sh.unix_ms(t_ms)));
+        let s = self.carry.sample(t_ms, pp, held, rt_ms);
+        self.ring.push(s);
+        if s.running != NO_PROC {
+            m.running
+                .get_or_create(&self.label)
+                .observe(s.running as f64);
+        }
+        if !held {
+            m.threads_running
+                .get_or_create(&self.label)
+                .observe(s.threads_running as f64);
+        }
+        self.fire_triggers(&s, inf);
+        // Every burst counts, whatever the cooldowns and capture limits say.
+        match self
+            .bursts
+            .step(t_ms, self.evals.iter().any(Evaluator::holding))
+        {
+            Some(BurstEvent::Started) => {
+                m.bursts.get_or_create(&self.label).inc();
+            }
+            Some(BurstEvent::Ended { duration_ms }) => {
+                m.burst_duration
+                    .get_or_create(&self.label)
+                    .observe(duration_ms / 1e3);
+            }
+            None => {}
+        }
+        if self.pending.as_ref().is_some_and(|p| t_ms >= p.until_ms) {
+            if let Some(p) = self.pending.take() {
+                let cpu = self.carry.cpu_ns_per_sample();
+                finish(sh, &self.w, inf, p, &self.ring, None, cpu);
+            }
+        }
+    }
+
+    /// Each trigger fed the sample; one that fires starts a capture unless one is running.
+    fn fire_triggers(&mut self, s: &Sample, inf: &Info) {
+        let sh = self.sh;
+        for ev in self.evals.iter_mut() {
+            let series = ev.trigger.series;
+            if !s.has(series) {
+                continue;
+            }
+            let pt = Point {
+                t_ms: s.t_ms,
+                value: s.get(series),
+            };
+            let ring_ref = &self.ring;
+            if let Some(f) = ev.step(pt, inf.cores, || Box::new(ring_ref.series(series))) {
+                if let Some(p) = &self.pending {
+                    log(&format!(
+                        "{}: trigger '{}' fired during the capture of '{}'; that capture covers it",
+                        self.w.name, f.trigger, p.fired.trigger
+                    ));
+                } else {
+                    self.pending = begin(sh, &self.w, inf, f);
+                }
+            }
+        }
+    }
+
+    /// The ring's rates, gaps and recent maxima over the last 10 s.
+    fn ring_metrics(&self) {
+        let sh = self.sh;
+        let (m, label, ring) = (&sh.metrics, &self.label, &self.ring);
+        let now = sh.now_ms();
+        let (achieved, gap) = ring.rate_and_gap(now, 10_000.0, false);
+        m.achieved_hz.get_or_create(label).set(achieved);
+        m.longest_gap.get_or_create(label).set(gap / 1e3);
+        let (sql_hz, sql_gap) = ring.rate_and_gap(now, 10_000.0, true);
+        m.sql_hz.get_or_create(label).set(sql_hz);
+        m.sql_longest_gap.get_or_create(label).set(sql_gap / 1e3);
+        if let Some(last) = ring.last() {
+            m.threads_connected
+                .get_or_create(label)
+                .set(last.threads_connected as f64);
+        }
+        let max10 = ring
+            .iter()
+            .rev()
+            .take_while(|s| s.t_ms >= now - 10_000.0)
+            .map(|s| s.threads_running)
+            .max()
+            .unwrap_or(0);
+        m.threads_running_max.get_or_create(label).set(max10 as f64);
+    }
+
+    /// The SQL rate lowered while watch's own statements are the server's load (and raised
+    /// again), said when it changes.
+    fn adapt_rate(
+        &mut self,
+        rec: &BurstRecord,
+        server_cpu0: Option<crate::server::snapshot::ProcCpu>,
+        inf: &Info,
+    ) {
+        // Who the server was busy with: watch's session against the whole server (local),
+        // else whether other sessions were running at the round's reads.
+        let tick_ns = 1e9 / crate::server::host::clock_ticks_per_s().unwrap_or(100) as f64;
+        let server_cpu_ns = server_cpu0
+            .zip(
+                inf.pid
+                    .and_then(|p| crate::server::host::process_cpu(Some(p))),
+            )
+            .map(|(a, b)| {
+                let ticks = (b.utime + b.stime).saturating_sub(a.utime + a.stime);
+                (ticks as f64 * tick_ns) as u64
+            });
+        let others = rec
+            .points
+            .iter()
+            .map(|p| p.threads_running)
+            .max()
+            .unwrap_or(0);
+        let load = Load::judge(
+            rec.server_session_cpu_ns,
+            server_cpu_ns,
+            tick_ns as u64,
+            others,
+        );
+        match self.rc.observe(
+            if rec.points.is_empty() {
+                f64::NAN
+            } else {
+                rec.query_p50_us
+            },
+            load,
+        ) {
+            Some(Change::Lowered { hz, rtt_us, usual_us }) => log(&format!(
+                "{}: sample round trip {:.1} ms (usually {:.2} ms) while watch's own statements are the server's load; lowering the SQL rate to {hz} Hz",
+                self.w.name,
+                rtt_us / 1e3,
+                usual_us / 1e3
+            )),
+            Some(Change::Raised { hz, rtt_us, back_to_target }) => log(&format!(
+                "{}: round trip back to {:.2} ms; sampling at {hz} Hz{}",
+                self.w.name,
+                rtt_us / 1e3,
+                if back_to_target { " again" } else { "" }
+            )),
+            None => {}
+        }
+    }
+
+    /// The server is down (or watch stops): a lost connection said, and the pending capture
+    /// written with what it has.
+    fn session_ended(&mut self, lost: Option<String>, inf: &Info) {
+        let sh = self.sh;
+        sh.metrics.up.get_or_create(&self.label).set(0);
         if let Some(why) = lost {
             log(&format!(
                 "{}: connection lost ({why}); reconnecting",
-                w.name
+                self.w.name
             ));
-            down_since = Some(Instant::now());
-            if let Some(p) = pending.take() {
+            self.down_since = Some(Instant::now());
+            if let Some(p) = self.pending.take() {
                 let cut = format!(
                     "the connection was lost {:.0} ms after the trigger; the after window is cut short",
                     sh.now_ms() - p.fired.t_ms
                 );
-                finish(sh, w, &inf, p, &ring, Some(cut), carry.cpu_ns_per_sample());
+                let cpu = self.carry.cpu_ns_per_sample();
+                finish(sh, &self.w, inf, p, &self.ring, Some(cut), cpu);
             }
         }
     }
-    if let (Some(p), Some(inf)) = (pending.take(), info.as_ref()) {
-        let cut = format!(
-            "watch was stopped {:.0} ms after the trigger; the after window is cut short",
-            sh.now_ms() - p.fired.t_ms
-        );
-        finish(sh, w, inf, p, &ring, Some(cut), carry.cpu_ns_per_sample());
+
+    /// watch stops: a capture still in its after window is written with what it has.
+    fn stopped(mut self) {
+        let sh = self.sh;
+        if let (Some(p), Some(inf)) = (self.pending.take(), self.info.as_ref()) {
+            let cut = format!(
+                "watch was stopped {:.0} ms after the trigger; the after window is cut short",
+                sh.now_ms() - p.fired.t_ms
+            );
+            finish(
+                sh,
+                &self.w,
+                inf,
+                p,
+                &self.ring,
+                Some(cut),
+                self.carry.cpu_ns_per_sample(),
+            );
+        }
     }
 }
