@@ -389,85 +389,103 @@ pub fn weight_unit(event: Option<&str>, with_period: u64) -> String {
     }
 }
 
-fn classify(
-    folded: &[(String, Tally)],
-    f: &fold::Folded,
-    mut source: Source,
-    mut notes: Vec<String>,
-    opts: &Options,
-) -> ProfileDoc {
-    let total = f.total;
-    let mut self_t: BTreeMap<Class, Tally> = BTreeMap::new();
-    let mut incl_t: BTreeMap<Class, Tally> = BTreeMap::new();
-    let mut stacks: BTreeMap<Class, Vec<(&str, Tally)>> = BTreeMap::new();
-    let mut loops: BTreeMap<String, Tally> = BTreeMap::new();
-    let mut sync_array = false;
-    let mut cache = ClassCache::default();
-    for (stack, t) in folded {
-        let frames: Vec<&str> = stack.split(';').skip(1).collect();
-        let c = cache.stack(&frames);
-        add(self_t.entry(c).or_default(), *t);
-        stacks.entry(c).or_default().push((stack, *t));
-        let mut seen = BTreeSet::new();
-        for fr in &frames {
-            if let Some(fc) = cache.frame(fr) {
-                seen.insert(fc);
-                sync_array |= fr.starts_with("sync_array_");
+/// Per class: the weight of stacks whose own class it is (self), of stacks it appears in
+/// (inclusive), and those stacks; the unnamed spin loops' weight; whether InnoDB's sync array
+/// was seen.
+struct Tallies<'a> {
+    self_t: BTreeMap<Class, Tally>,
+    incl_t: BTreeMap<Class, Tally>,
+    stacks: BTreeMap<Class, Vec<(&'a str, Tally)>>,
+    loops: BTreeMap<String, Tally>,
+    sync_array: bool,
+}
+
+impl<'a> Tallies<'a> {
+    /// Every folded stack classed and counted.
+    fn of(folded: &'a [(String, Tally)]) -> Tallies<'a> {
+        let mut me = Tallies {
+            self_t: BTreeMap::new(),
+            incl_t: BTreeMap::new(),
+            stacks: BTreeMap::new(),
+            loops: BTreeMap::new(),
+            sync_array: false,
+        };
+        let mut cache = ClassCache::default();
+        for (stack, t) in folded {
+            let frames: Vec<&str> = stack.split(';').skip(1).collect();
+            let c = cache.stack(&frames);
+            add(me.self_t.entry(c).or_default(), *t);
+            me.stacks.entry(c).or_default().push((stack, *t));
+            let mut seen = BTreeSet::new();
+            for fr in &frames {
+                if let Some(fc) = cache.frame(fr) {
+                    seen.insert(fc);
+                    me.sync_array |= fr.starts_with("sync_array_");
+                }
+            }
+            seen.insert(c);
+            for fc in seen {
+                add(me.incl_t.entry(fc).or_default(), *t);
+            }
+            if let Some(leaf) = frames.last() {
+                if let Some(name) = leaf
+                    .strip_prefix("[spin loop at ")
+                    .and_then(|s| s.strip_suffix(']'))
+                {
+                    add(me.loops.entry(name.to_string()).or_default(), *t);
+                }
             }
         }
-        seen.insert(c);
-        for fc in seen {
-            add(incl_t.entry(fc).or_default(), *t);
-        }
-        if let Some(leaf) = frames.last() {
-            if let Some(name) = leaf
-                .strip_prefix("[spin loop at ")
-                .and_then(|s| s.strip_suffix(']'))
-            {
-                add(loops.entry(name.to_string()).or_default(), *t);
-            }
-        }
+        me
     }
 
-    let mut classes: Vec<ClassShare> = Class::ALL
-        .iter()
-        .filter(|c| incl_t.contains_key(c))
-        .map(|&c| {
-            let s = self_t.get(&c).copied().unwrap_or_default();
-            let i = incl_t.get(&c).copied().unwrap_or_default();
-            let p = share(s.weight, total.weight);
-            let mut top = stacks.remove(&c).unwrap_or_default();
-            top.sort_by(|a, b| b.1.weight.cmp(&a.1.weight).then(a.0.cmp(b.0)));
-            ClassShare {
-                class: c.id().to_string(),
-                label: c.label_in(sync_array).to_string(),
-                self_samples: s.samples,
-                self_weight: s.weight,
-                self_share: p,
-                inclusive_samples: i.samples,
-                inclusive_weight: i.weight,
-                inclusive_share: share(i.weight, total.weight),
-                amdahl_at_most_if_halved: amdahl(p, 2.0),
-                amdahl_at_most_if_removed: Some(amdahl(p, f64::INFINITY)).filter(|x| x.is_finite()),
-                top_stacks: top
-                    .into_iter()
-                    .take(opts.top_stacks)
-                    .map(|(st, t)| StackCount {
-                        stack: st.to_string(),
-                        samples: t.samples,
-                        weight: t.weight,
-                        share: share(t.weight, total.weight),
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
-    classes.sort_by(|a, b| {
-        b.self_weight
-            .cmp(&a.self_weight)
-            .then(a.class.cmp(&b.class))
-    });
+    /// The classes seen, heaviest self weight first, each with its top stacks.
+    fn class_shares(&mut self, total: Tally, opts: &Options) -> Vec<ClassShare> {
+        let mut classes: Vec<ClassShare> = Class::ALL
+            .iter()
+            .filter(|c| self.incl_t.contains_key(c))
+            .map(|&c| {
+                let s = self.self_t.get(&c).copied().unwrap_or_default();
+                let i = self.incl_t.get(&c).copied().unwrap_or_default();
+                let p = share(s.weight, total.weight);
+                let mut top = self.stacks.remove(&c).unwrap_or_default();
+                top.sort_by(|a, b| b.1.weight.cmp(&a.1.weight).then(a.0.cmp(b.0)));
+                ClassShare {
+                    class: c.id().to_string(),
+                    label: c.label_in(self.sync_array).to_string(),
+                    self_samples: s.samples,
+                    self_weight: s.weight,
+                    self_share: p,
+                    inclusive_samples: i.samples,
+                    inclusive_weight: i.weight,
+                    inclusive_share: share(i.weight, total.weight),
+                    amdahl_at_most_if_halved: amdahl(p, 2.0),
+                    amdahl_at_most_if_removed: Some(amdahl(p, f64::INFINITY))
+                        .filter(|x| x.is_finite()),
+                    top_stacks: top
+                        .into_iter()
+                        .take(opts.top_stacks)
+                        .map(|(st, t)| StackCount {
+                            stack: st.to_string(),
+                            samples: t.samples,
+                            weight: t.weight,
+                            share: share(t.weight, total.weight),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        classes.sort_by(|a, b| {
+            b.self_weight
+                .cmp(&a.self_weight)
+                .then(a.class.cmp(&b.class))
+        });
+        classes
+    }
+}
 
+/// The unnamed spin loops, heaviest first.
+fn spin_loops(loops: BTreeMap<String, Tally>, total: Tally) -> Vec<SpinLoop> {
     let mut spin_loops: Vec<SpinLoop> = loops
         .into_iter()
         .map(|(name, t)| {
@@ -483,32 +501,35 @@ fn classify(
         })
         .collect();
     spin_loops.sort_by(|a, b| b.weight.cmp(&a.weight).then(a.name.cmp(&b.name)));
-    let spin_loop_samples = spin_loops.iter().map(|l| l.samples).sum();
+    spin_loops
+}
 
-    if let Some(l) = spin_loops.first() {
-        notes.push(format!(
-            "a \"spin loop at {b}+0x..\" is server code without a symbol that waits with a spin \
-             hint (PAUSE on x86, ISB/YIELD on ARM) in a short backward loop, recognised from the \
-             instruction bytes: a latch's spin wait (InnoDB's is sized by innodb_spin_wait_delay \
-             and innodb_sync_spin_loops). The number is its offset in the file {b} (here \
-             0x{o:x}); the server's debug symbols would name the function",
-            b = l.binary,
-            o = l.file_offset
-        ));
-    }
-    let event = f.event.clone();
-    let unit = weight_unit(event.as_deref(), f.samples_with_period);
-    let ev_name = event.clone().filter(|e| !e.is_empty());
+/// What a "spin loop at BINARY+0x.." is, told with the heaviest one.
+fn spin_loop_note(l: &SpinLoop) -> String {
+    format!(
+        "a \"spin loop at {b}+0x..\" is server code without a symbol that waits with a spin \
+         hint (PAUSE on x86, ISB/YIELD on ARM) in a short backward loop, recognised from the \
+         instruction bytes: a latch's spin wait (InnoDB's is sized by innodb_spin_wait_delay \
+         and innodb_sync_spin_loops). The number is its offset in the file {b} (here \
+         0x{o:x}); the server's debug symbols would name the function",
+        b = l.binary,
+        o = l.file_offset
+    )
+}
+
+/// Notes on what the script holds: several events, no call chains, periods (and the weight's
+/// `unit`), samples without a symbol.
+fn script_notes(notes: &mut Vec<String>, f: &fold::Folded, unit: &str, ev_name: Option<&str>) {
+    let total = f.total;
     if f.events.len() > 1 {
         notes.push(format!(
             "the script holds several events: {}; only {} is folded (choose with --event NAME); \
              weights of different events are never added",
             events_list(&f.events),
-            ev_name.as_deref().unwrap_or("the first")
+            ev_name.unwrap_or("the first")
         ));
     }
-    let call_chains = f.max_depth > 1;
-    if !call_chains {
+    if f.max_depth <= 1 {
         notes.push(
             "no call chains were recorded (perf record without -g): each stack is the sampled \
              function alone, classes come from it, and the InnoDB / SQL-layer split goes by \
@@ -545,7 +566,10 @@ fn classify(
             100.0 * share(f.no_symbol_samples, total.samples)
         ));
     }
-    let too_few_samples = total.samples < diff::MIN_SAMPLES;
+}
+
+/// The caveats every profile carries: too few samples (first), and what the speedups are.
+fn caveat_notes(notes: &mut Vec<String>, total: Tally, too_few_samples: bool) {
     if too_few_samples {
         notes.insert(
             0,
@@ -565,6 +589,30 @@ fn classify(
          treat shares as estimates"
             .to_string(),
     );
+}
+
+/// The profile document of folded stacks: classes, spin loops, notes and headline.
+fn classify(
+    folded: &[(String, Tally)],
+    f: &fold::Folded,
+    mut source: Source,
+    mut notes: Vec<String>,
+    opts: &Options,
+) -> ProfileDoc {
+    let total = f.total;
+    let mut tallies = Tallies::of(folded);
+    let classes = tallies.class_shares(total, opts);
+    let spin_loops = spin_loops(tallies.loops, total);
+    let spin_loop_samples = spin_loops.iter().map(|l| l.samples).sum();
+    if let Some(l) = spin_loops.first() {
+        notes.push(spin_loop_note(l));
+    }
+    let event = f.event.clone();
+    let unit = weight_unit(event.as_deref(), f.samples_with_period);
+    let ev_name = event.clone().filter(|e| !e.is_empty());
+    script_notes(&mut notes, f, &unit, ev_name.as_deref());
+    let too_few_samples = total.samples < diff::MIN_SAMPLES;
+    caveat_notes(&mut notes, total, too_few_samples);
     let spin_share = classes
         .iter()
         .find(|c| c.class == Class::InnodbSpin.id())
@@ -597,7 +645,7 @@ fn classify(
                 samples: *n,
             })
             .collect(),
-        call_chains,
+        call_chains: f.max_depth > 1,
         no_symbol_samples: f.no_symbol_samples,
         spin_loop_samples,
         spin_share,
