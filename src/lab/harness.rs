@@ -149,108 +149,157 @@ pub fn allowed_cpus() -> Vec<usize> {
         })
 }
 
-/// Run one point once. Errors: a thread that could not be spawned or pinned (runtime).
-pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
-    let latch: Arc<dyn super::latch::Latch> = Arc::from(w.latch.build(&w.params));
-    let hint = w
-        .latch
-        .hint(timing::host_arch())
-        .unwrap_or_else(crate::cpu::arch::primary_hint);
-    let data = Arc::new(Unprotected::new(latch.shards()));
-    let lines: Arc<Vec<AtomicU64>> =
-        Arc::new((0..w.cs_lines * 8).map(|_| AtomicU64::new(0)).collect());
-    let stride = (w.padding / 8).max(1);
-    let per_thread: Arc<Vec<AtomicU64>> =
-        Arc::new((0..w.threads * stride).map(|_| AtomicU64::new(0)).collect());
-    let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(w.threads + 1));
-    // Workers that have taken their start time: the window opens when all have, so a worker
-    // the scheduler starts late does not shorten it.
-    let running = Arc::new(AtomicUsize::new(0));
-    let pin_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let allowed = Arc::new(allowed_cpus());
-    let (cs_ticks, think_ticks) = (ns_to_ticks(w.cs_ns), ns_to_ticks(w.think_ns));
+/// What the workers of one run share: the latch and the data it guards, the stop flag, the
+/// start line, and the workload's costs in ticks.
+#[derive(Clone)]
+struct Rig {
+    latch: Arc<dyn super::latch::Latch>,
+    data: Arc<Unprotected>,
+    lines: Arc<Vec<AtomicU64>>,
+    per_thread: Arc<Vec<AtomicU64>>,
+    stride: usize,
+    stop: Arc<AtomicBool>,
+    barrier: Arc<Barrier>,
+    /// Workers that have taken their start time: the window opens when all have, so a worker
+    /// the scheduler starts late does not shorten it.
+    running: Arc<AtomicUsize>,
+    pin_error: Arc<Mutex<Option<String>>>,
+    allowed: Arc<Vec<usize>>,
+    hint: crate::spin::cpus::Hint,
+    cs_ticks: u64,
+    think_ticks: u64,
+    pin: bool,
+    scale: u32,
+    seed: u64,
+}
 
-    let mut handles = Vec::with_capacity(w.threads);
-    for i in 0..w.threads {
-        let running = running.clone();
-        let (latch, data, lines, per_thread, stop, barrier, pin_error, allowed) = (
-            latch.clone(),
-            data.clone(),
-            lines.clone(),
-            per_thread.clone(),
-            stop.clone(),
-            barrier.clone(),
-            pin_error.clone(),
-            allowed.clone(),
-        );
-        let (pin, scale) = (w.pin, w.pause_scale);
+impl Rig {
+    fn new(w: &Workload, seed: u64) -> Rig {
+        let latch: Arc<dyn super::latch::Latch> = Arc::from(w.latch.build(&w.params));
+        let hint = w
+            .latch
+            .hint(timing::host_arch())
+            .unwrap_or_else(crate::cpu::arch::primary_hint);
+        let data = Arc::new(Unprotected::new(latch.shards()));
+        let lines: Arc<Vec<AtomicU64>> =
+            Arc::new((0..w.cs_lines * 8).map(|_| AtomicU64::new(0)).collect());
+        let stride = (w.padding / 8).max(1);
+        let per_thread: Arc<Vec<AtomicU64>> =
+            Arc::new((0..w.threads * stride).map(|_| AtomicU64::new(0)).collect());
+        let (cs_ticks, think_ticks) = (ns_to_ticks(w.cs_ns), ns_to_ticks(w.think_ns));
+        Rig {
+            latch,
+            data,
+            lines,
+            per_thread,
+            stride,
+            stop: Arc::new(AtomicBool::new(false)),
+            barrier: Arc::new(Barrier::new(w.threads + 1)),
+            running: Arc::new(AtomicUsize::new(0)),
+            pin_error: Arc::new(Mutex::new(None)),
+            allowed: Arc::new(allowed_cpus()),
+            hint,
+            cs_ticks,
+            think_ticks,
+            pin: w.pin,
+            scale: w.pause_scale,
+            seed,
+        }
+    }
+
+    /// Worker `i`: pinned when asked, at the start line, then operating until the stop.
+    fn worker(self, i: usize) -> WorkerOut {
+        if self.pin {
+            let cpu = self.allowed[i % self.allowed.len()];
+            if let Err(e) = measure::pin_to(cpu) {
+                let mut g = self.pin_error.lock().unwrap_or_else(|e| e.into_inner());
+                g.get_or_insert(e);
+            }
+        }
+        let mut ctx = WaitCtx::new(
+            SmallRng::seed_from_u64(self.seed ^ (i as u64).wrapping_mul(0x9E37_79B9)),
+            self.scale,
+        )
+        .with_hint(self.hint)
+        .with_stop(self.stop.clone());
+        let mut hist =
+            Histogram::<u64>::new_with_max(100_000_000_000, 3).expect("static histogram bounds");
+        self.barrier.wait();
+        let started = Instant::now();
+        let u0 = thread_usage();
+        self.running.fetch_add(1, Ordering::Release);
+        let (ops, bumps) = self.operate(i, &mut ctx, &mut hist);
+        let u1 = thread_usage();
+        let ended = Instant::now();
+        let usage = Usage {
+            cpu_ns: u1.cpu_ns.saturating_sub(u0.cpu_ns),
+            nvcsw: u1.nvcsw.saturating_sub(u0.nvcsw),
+            nivcsw: u1.nivcsw.saturating_sub(u0.nivcsw),
+        };
+        WorkerOut {
+            ops,
+            bumps,
+            hist,
+            usage,
+            hints: ctx.hints,
+            yields: ctx.yields,
+            futex_waits: ctx.futex_waits,
+            started,
+            ended,
+        }
+    }
+
+    /// Worker `i`'s operations until the stop: (those counted, all of them).
+    fn operate(&self, i: usize, ctx: &mut WaitCtx, hist: &mut Histogram<u64>) -> (u64, u64) {
+        let Rig {
+            latch,
+            data,
+            lines,
+            per_thread,
+            stop,
+            ..
+        } = self;
+        let (stride, cs_ticks, think_ticks) = (self.stride, self.cs_ticks, self.think_ticks);
+        let (mut ops, mut bumps) = (0u64, 0u64);
+        while !stop.load(Ordering::Relaxed) {
+            let t0 = ticks();
+            let mut acquired_at = 0;
+            latch.with_lock(ctx, &mut |s| {
+                acquired_at = ticks();
+                // SAFETY: we are inside the latch that guards shard `s`.
+                unsafe { data.bump(s) };
+                for l in 0..lines.len() / 8 {
+                    let c = &lines[l * 8];
+                    c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                }
+                busy_until(cs_ticks, stop);
+            });
+            bumps += 1;
+            // An operation that ends after the stop was cut short (spin skipped, work
+            // cut): not counted.
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            hist.saturating_record(ticks_to_ns(acquired_at.wrapping_sub(t0)) as u64);
+            ops += 1;
+            per_thread[i * stride].fetch_add(1, Ordering::Relaxed);
+            busy_until(think_ticks, stop);
+        }
+        (ops, bumps)
+    }
+}
+
+/// Start the workers (parked at the start line).
+fn spawn_workers(
+    rig: &Rig,
+    threads: usize,
+) -> crate::Result<Vec<std::thread::JoinHandle<WorkerOut>>> {
+    let mut handles = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let rig = rig.clone();
         let h = std::thread::Builder::new()
             .name(format!("lab-{i}"))
-            .spawn(move || {
-                if pin {
-                    let cpu = allowed[i % allowed.len()];
-                    if let Err(e) = measure::pin_to(cpu) {
-                        let mut g = pin_error.lock().unwrap_or_else(|e| e.into_inner());
-                        g.get_or_insert(e);
-                    }
-                }
-                let mut ctx = WaitCtx::new(
-                    SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9E37_79B9)),
-                    scale,
-                )
-                .with_hint(hint)
-                .with_stop(stop.clone());
-                let mut hist = Histogram::<u64>::new_with_max(100_000_000_000, 3)
-                    .expect("static histogram bounds");
-                let (mut ops, mut bumps) = (0u64, 0u64);
-                barrier.wait();
-                let started = Instant::now();
-                let u0 = thread_usage();
-                running.fetch_add(1, Ordering::Release);
-                while !stop.load(Ordering::Relaxed) {
-                    let t0 = ticks();
-                    let mut acquired_at = 0;
-                    latch.with_lock(&mut ctx, &mut |s| {
-                        acquired_at = ticks();
-                        // SAFETY: we are inside the latch that guards shard `s`.
-                        unsafe { data.bump(s) };
-                        for l in 0..lines.len() / 8 {
-                            let c = &lines[l * 8];
-                            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                        }
-                        busy_until(cs_ticks, &stop);
-                    });
-                    bumps += 1;
-                    // An operation that ends after the stop was cut short (spin skipped, work
-                    // cut): not counted.
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    hist.saturating_record(ticks_to_ns(acquired_at.wrapping_sub(t0)) as u64);
-                    ops += 1;
-                    per_thread[i * stride].fetch_add(1, Ordering::Relaxed);
-                    busy_until(think_ticks, &stop);
-                }
-                let u1 = thread_usage();
-                let ended = Instant::now();
-                let usage = Usage {
-                    cpu_ns: u1.cpu_ns.saturating_sub(u0.cpu_ns),
-                    nvcsw: u1.nvcsw.saturating_sub(u0.nvcsw),
-                    nivcsw: u1.nivcsw.saturating_sub(u0.nivcsw),
-                };
-                WorkerOut {
-                    ops,
-                    bumps,
-                    hist,
-                    usage,
-                    hints: ctx.hints,
-                    yields: ctx.yields,
-                    futex_waits: ctx.futex_waits,
-                    started,
-                    ended,
-                }
-            });
+            .spawn(move || rig.worker(i));
         match h {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -262,14 +311,34 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
             }
         }
     }
-    barrier.wait();
-    while running.load(Ordering::Acquire) < w.threads && !crate::interrupt::stopped() {
+    Ok(handles)
+}
+
+/// The controlling thread's view of the window.
+struct Window {
+    /// When every worker had started.
+    start: Instant,
+    /// When the stop flag was set.
+    stopped_at: Instant,
+    interrupted: bool,
+    pin_failed: Option<String>,
+}
+
+/// Release the workers, wait until all have started, hold the window (cut short by Ctrl-C or
+/// a failed pin), then stop them.
+fn hold_window(rig: &Rig, w: &Workload) -> Window {
+    rig.barrier.wait();
+    while rig.running.load(Ordering::Acquire) < w.threads && !crate::interrupt::stopped() {
         std::thread::sleep(Duration::from_micros(50));
     }
     let start = Instant::now();
     let deadline = start + Duration::from_millis(w.duration_ms);
     let mut interrupted = false;
-    let pin_failed = pin_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let pin_failed = rig
+        .pin_error
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     while pin_failed.is_none() && Instant::now() < deadline {
         if crate::interrupt::stopped() {
             interrupted = true;
@@ -277,8 +346,21 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         }
         std::thread::sleep((deadline - Instant::now()).min(Duration::from_millis(10)));
     }
-    stop.store(true, Ordering::Relaxed);
+    rig.stop.store(true, Ordering::Relaxed);
     let stopped_at = Instant::now();
+    Window {
+        start,
+        stopped_at,
+        interrupted,
+        pin_failed,
+    }
+}
+
+/// Run one point once. Errors: a thread that could not be spawned or pinned (runtime).
+pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
+    let rig = Rig::new(w, seed);
+    let handles = spawn_workers(&rig, w.threads)?;
+    let win = hold_window(&rig, w);
     let mut outs = Vec::with_capacity(handles.len());
     for h in handles {
         outs.push(
@@ -286,26 +368,64 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
                 .map_err(|_| crate::Error::runtime("a lab worker thread panicked"))?,
         );
     }
-    if let Some(e) = pin_failed {
+    if let Some(e) = win.pin_failed {
         return Err(crate::Error::runtime(format!("lab --pin: {e}")));
     }
-    let mut hist =
-        Histogram::<u64>::new_with_max(100_000_000_000, 3).expect("static histogram bounds");
-    let (mut ops, mut bumps, mut usage, mut hints, mut yields, mut waits) =
-        (0u64, 0u64, Usage::default(), 0u64, 0u64, 0u64);
-    let mut counts = Vec::with_capacity(outs.len());
-    for o in &outs {
-        hist.add(&o.hist).ok();
-        ops += o.ops;
-        bumps += o.bumps;
-        usage.cpu_ns += o.usage.cpu_ns;
-        usage.nvcsw += o.usage.nvcsw;
-        usage.nivcsw += o.usage.nivcsw;
-        hints += o.hints;
-        yields += o.yields;
-        waits += o.futex_waits;
-        counts.push(o.ops as f64);
+    Ok(metrics(&outs, &rig.data, w, &win))
+}
+
+/// The workers' results added up.
+struct Totals {
+    hist: Histogram<u64>,
+    ops: u64,
+    bumps: u64,
+    usage: Usage,
+    hints: u64,
+    yields: u64,
+    waits: u64,
+    /// Operations per worker.
+    counts: Vec<f64>,
+}
+
+fn totals(outs: &[WorkerOut]) -> Totals {
+    let mut t = Totals {
+        hist: Histogram::<u64>::new_with_max(100_000_000_000, 3).expect("static histogram bounds"),
+        ops: 0,
+        bumps: 0,
+        usage: Usage::default(),
+        hints: 0,
+        yields: 0,
+        waits: 0,
+        counts: Vec::with_capacity(outs.len()),
+    };
+    for o in outs {
+        t.hist.add(&o.hist).ok();
+        t.ops += o.ops;
+        t.bumps += o.bumps;
+        t.usage.cpu_ns += o.usage.cpu_ns;
+        t.usage.nvcsw += o.usage.nvcsw;
+        t.usage.nivcsw += o.usage.nivcsw;
+        t.hints += o.hints;
+        t.yields += o.yields;
+        t.waits += o.futex_waits;
+        t.counts.push(o.ops as f64);
     }
+    t
+}
+
+/// What the run measured, from the workers' results.
+fn metrics(outs: &[WorkerOut], data: &Unprotected, w: &Workload, win: &Window) -> RunMetrics {
+    let Totals {
+        hist,
+        ops,
+        bumps,
+        usage,
+        hints,
+        yields,
+        waits,
+        counts,
+    } = totals(outs);
+    let start = win.start;
     let first = outs.iter().map(|o| o.started).min().unwrap_or(start);
     let last = outs.iter().map(|o| o.ended).max().unwrap_or(start);
     let elapsed_s = last.duration_since(first).as_secs_f64().max(1e-9);
@@ -316,12 +436,12 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
             x as f64 / ops as f64
         }
     };
-    let over = if interrupted {
+    let over = if win.interrupted {
         0.0
     } else {
         overrun_pct(elapsed_s * 1e3, w.duration_ms as f64)
     };
-    Ok(RunMetrics {
+    RunMetrics {
         ops,
         elapsed_ms: elapsed_s * 1e3,
         ops_per_s: ops as f64 / elapsed_s,
@@ -333,7 +453,7 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         busy_cpus: busy_cpus(usage.cpu_ns as f64, elapsed_s * 1e9),
         overrun_pct: over,
         overrun: over > OVERRUN_LIMIT_PCT,
-        stop_lag_ms: last.saturating_duration_since(stopped_at).as_secs_f64() * 1e3,
+        stop_lag_ms: last.saturating_duration_since(win.stopped_at).as_secs_f64() * 1e3,
         voluntary_cs_per_op: per(usage.nvcsw),
         involuntary_cs_per_op: per(usage.nivcsw),
         hints_per_acquire: per(hints),
@@ -341,9 +461,9 @@ pub fn run_point(w: &Workload, seed: u64) -> crate::Result<RunMetrics> {
         futex_waits_per_acquire: per(waits),
         fairness: jain_index(&counts),
         min_thread_ops: outs.iter().map(|o| o.ops).min().unwrap_or(0),
-        lost_updates: lost_updates(bumps, &data),
-        interrupted,
-    })
+        lost_updates: lost_updates(bumps, data),
+        interrupted: win.interrupted,
+    }
 }
 
 #[cfg(test)]
