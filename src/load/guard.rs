@@ -261,13 +261,25 @@ impl SettingsGuard {
         let mysql = "SELECT MIN_VALUE, MAX_VALUE, NULL FROM performance_schema.variables_info \
                      WHERE VARIABLE_NAME = ?";
         type Range = (Option<String>, Option<String>, Option<String>);
-        let row: Option<Range> = [mariadb, mysql].iter().find_map(|sql| {
-            self.with_conn("reading the variable's range", |c| {
-                c.exec_first(*sql, (name.as_str(),))
-            })
-            .ok()
-            .flatten()
-        });
+        // Straight on the admin connection, not through `with_conn`: the table one flavor lacks
+        // is an error that must not drop the connection (and with it the run's named locks).
+        let conn = self.conn().ok()?;
+        let mut row: Option<Range> = None;
+        for sql in [mariadb, mysql] {
+            match conn.exec_first(sql, (name.as_str(),)) {
+                Ok(Some(r)) => {
+                    row = Some(r);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) if timed_out(&e) => {
+                    let why = describe_error(&e).1;
+                    self.went_silent(format!("reading the range of {var}: {why}"));
+                    return None;
+                }
+                Err(_) => {}
+            }
+        }
         let (min, max, block) = row?;
         clamp_like_server(want, min.as_deref(), max.as_deref(), block.as_deref())
     }
