@@ -623,11 +623,22 @@ fn classify(
         "the profiled CPU"
     };
     let headline = (spin_share > 0.0).then(|| {
-        format!(
-            "{:.0}% of {who} is spin waiting in InnoDB latches: see `spinscope doctor`'s spin \
-             budget, which prices innodb_spin_wait_delay and innodb_sync_spin_loops on this CPU",
-            100.0 * spin_share
-        )
+        if too_few_samples {
+            // Not a finding over too little data: the share is said, the doubt first.
+            format!(
+                "only {} samples, too few to be sure: {:.0}% of them are spin waiting in InnoDB \
+                 latches; record longer or at a higher frequency before acting on it",
+                total.samples,
+                100.0 * spin_share
+            )
+        } else {
+            format!(
+                "{:.0}% of {who} is spin waiting in InnoDB latches: see `spinscope doctor`'s \
+                 spin budget, which prices innodb_spin_wait_delay and innodb_sync_spin_loops on \
+                 this CPU",
+                100.0 * spin_share
+            )
+        }
     });
     source.event = ev_name;
     ProfileDoc {
@@ -706,6 +717,50 @@ mod tests {
             stack_class(&["do_command", "mysql_update", "lock_tables"]),
             Class::Server
         );
+    }
+
+    /// A perf script text of `n` samples, every one in an InnoDB spin loop.
+    fn spin_script(n: usize) -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "mariadbd 10 11 {}.000001: 1 cpu-clock:\n\
+                     \t aaa ut_delay+0x10 (/usr/sbin/mariadbd)\n\
+                     \t bbb do_command+0x20 (/usr/sbin/mariadbd)\n\n",
+                    100 + i
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn too_few_samples_put_the_doubt_before_the_headline() {
+        let src = |_: ()| Source {
+            kind: "perf-script".into(),
+            file: None,
+            pid: None,
+            comm: None,
+            seconds: None,
+            frequency_hz: None,
+            event: None,
+            recording: None,
+        };
+        let few = analyse(&spin_script(50), src(()), &Options::default()).unwrap();
+        let d = &few.doc;
+        assert!(d.too_few_samples && d.spin_share > 0.9, "{d:?}");
+        let h = d.headline.as_deref().unwrap();
+        assert!(h.starts_with("only 50 samples, too few"), "{h}");
+        let t = render::text(d);
+        let warn = t.find("too few samples (50)").expect("warning shown");
+        let head = t.find("only 50 samples").expect("headline shown");
+        assert!(warn < head, "the warning comes first:\n{t}");
+        let many = analyse(&spin_script(300), src(()), &Options::default()).unwrap();
+        let h = many.doc.headline.as_deref().unwrap();
+        assert!(
+            h.starts_with("100% of the profiled CPU is spin waiting"),
+            "{h}"
+        );
+        assert!(!render::text(&many.doc).contains("too few"));
     }
 
     #[test]

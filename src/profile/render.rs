@@ -12,14 +12,7 @@ fn pct(x: f64) -> String {
 /// found without a symbol, top stacks per class, notes.
 pub fn text(d: &ProfileDoc) -> String {
     let mut o = String::new();
-    if let Some(h) = &d.headline {
-        let _ = writeln!(o, "{h}");
-        o.push('\n');
-    }
-    if d.samples == 0 {
-        return o;
-    }
-    if d.too_few_samples {
+    if d.samples > 0 && d.too_few_samples {
         let _ = writeln!(
             o,
             "too few samples ({}): the shares below are coarse; record longer or at a higher \
@@ -27,6 +20,13 @@ pub fn text(d: &ProfileDoc) -> String {
             d.samples
         );
         o.push('\n');
+    }
+    if let Some(h) = &d.headline {
+        let _ = writeln!(o, "{h}");
+        o.push('\n');
+    }
+    if d.samples == 0 {
+        return o;
     }
     let event = d.source.event.as_deref().unwrap_or("unnamed event");
     let _ = writeln!(
