@@ -182,18 +182,37 @@ fn an_idle_process_is_a_result() {
     assert!(doc.headline.unwrap().contains("idle"));
 }
 
-/// Processes whose command line mentions `needle` (perf children of a run).
-fn processes_mentioning(needle: &str) -> Vec<String> {
+/// The perf processes whose parent is `parent` (the record and script of one run).
+fn perf_children(parent: u32) -> Vec<u32> {
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
-            let c = String::from_utf8_lossy(&c).replace('\0', " ");
-            if c.contains(needle) {
-                v.push(c);
-            }
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: the fields after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if ppid == Some(parent) && comm.trim() == "perf" {
+            v.push(pid);
         }
     }
     v
+}
+
+/// Whether a process is still alive (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !matches!(
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().next()),
+                Some("Z")
+            )
+        })
+        .unwrap_or(false)
 }
 
 #[test]
@@ -212,16 +231,20 @@ fn signals_during_recording_stop_perf_and_remove_its_files() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // Wait until perf is recording into the private directory.
-        let needle = tmp.path().display().to_string();
+        // Wait until perf record and perf script both run.
         let t0 = std::time::Instant::now();
-        while processes_mentioning(&needle).is_empty() && t0.elapsed() < Duration::from_secs(20) {
+        let mut perfs = perf_children(child.id());
+        while perfs.len() < 2 && t0.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(50));
+            perfs = perf_children(child.id());
         }
-        assert!(
-            !processes_mentioning(&needle).is_empty(),
-            "perf never started"
+        assert_eq!(
+            perfs.len(),
+            2,
+            "perf record and perf script never both started"
         );
+        // The private directory exists while they run.
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
         unsafe {
             libc::kill(child.id() as libc::pid_t, sig);
         }
@@ -235,9 +258,13 @@ fn signals_during_recording_stop_perf_and_remove_its_files() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "signal {sig}: {err}");
         assert!(err.contains("stopped by"), "{err}");
+        let t0 = std::time::Instant::now();
+        while perfs.iter().any(|&p| alive(p)) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         assert!(
-            processes_mentioning(&needle).is_empty(),
-            "signal {sig}: perf still running"
+            !perfs.iter().any(|&p| alive(p)),
+            "signal {sig}: perf still running: {perfs:?}"
         );
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
         assert!(left.is_empty(), "signal {sig}: left behind {left:?}");

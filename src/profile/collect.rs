@@ -1,6 +1,7 @@
-//! Live collection: `perf record -g` on one process for a fixed time, then `perf script`
-//! streamed to the caller. Uses the software cpu-clock event when the CPU's hardware events are
-//! not supported (VMs). perf.data lives in a private temporary directory (mkdtemp, 0700) that is
+//! Live collection: `perf record -g` of a server (per CPU or per task) for a fixed time, its
+//! output streamed through memory into `perf script`, whose text is handed to the caller while
+//! the recording runs. Uses the software cpu-clock event when the CPU's hardware events are not
+//! supported (VMs). perf's messages go to a private temporary directory (mkdtemp, 0700) that is
 //! removed on every way out; the perf children are stopped and reaped on every way out too,
 //! including SIGINT, SIGTERM and SIGHUP during the recording.
 
@@ -8,7 +9,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -312,6 +313,12 @@ pub fn record<T>(
 }
 
 /// [`record`] in the given mode.
+///
+/// The recording is streamed: `perf record -o -` writes into a pipe that spinscope drains into
+/// memory at once (perf record never waits on the reader, so it loses nothing to a slow
+/// consumer), and `perf script -i -` reads it while the recording runs, at a lower CPU priority
+/// (nice 10) so that on a saturated host it takes only CPU the server leaves. `consume` reads
+/// perf script's output as it comes; when the recording ends only the tail is left to read.
 pub fn record_with<T>(
     req: &Request,
     mode: Mode,
@@ -332,56 +339,86 @@ pub fn record_with<T>(
         .prefix("spinscope-profile-")
         .tempdir()
         .map_err(|e| Error::runtime(format!("creating a private temporary directory: {e}")))?;
-    let data = dir.path().join("perf.data");
-    let errlog = dir.path().join("perf.stderr");
+    let errlog = dir.path().join("perf-record.stderr");
+    let script_err = dir.path().join("perf-script.stderr");
     let signals = Signals::catch();
-    let err_file = File::create(&errlog)
-        .map_err(|e| Error::runtime(format!("creating {}: {e}", errlog.display())))?;
     let mut perf = Reaped(Some(
         perf_command()
             .arg("record")
             .args(["-e", event, "-F", &req.frequency_hz.to_string(), "-q"])
             .args(mode.record_args(req.pid))
-            .arg("-o")
-            .arg(&data)
+            .args(["-o", "-"])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(err_file)
+            .stdout(Stdio::piped())
+            .stderr(log_file(&errlog)?)
             .spawn()
             .map_err(|e| perf_missing(&e))?,
     ));
-    let deadline = Instant::now() + Duration::from_secs_f64(req.seconds);
-    let mut ended_early = None;
-    while Instant::now() < deadline {
-        if let Some(s) = signals.caught() {
-            perf.stop(Duration::from_secs(10));
-            return Err(Error::runtime(format!(
-                "profile stopped by {}: perf record was stopped and its temporary files removed; \
-                 nothing was analysed",
-                signal_name(s)
-            )));
-        }
-        if let Some(c) = perf.0.as_mut() {
-            if let Ok(Some(st)) = c.try_wait() {
-                ended_early = Some(st);
-                perf.0 = None;
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let data = perf.0.as_mut().and_then(|c| c.stdout.take());
+    let mut script_cmd = perf_command();
+    // SAFETY: setpriority is async-signal-safe; it lowers only the child's own priority.
+    unsafe {
+        script_cmd.pre_exec(|| {
+            libc::setpriority(libc::PRIO_PROCESS, 0, SCRIPT_NICE);
+            Ok(())
+        });
     }
-    let ok = match ended_early {
-        Some(st) => st.success(),
-        None => perf.stop(Duration::from_secs(30)),
+    let mut script = Reaped(Some(
+        script_cmd
+            .args([
+                "script",
+                "-F",
+                SCRIPT_FIELDS,
+                "--pid",
+                &req.pid.to_string(),
+                "-i",
+                "-",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log_file(&script_err)?)
+            .spawn()
+            .map_err(|e| perf_missing(&e))?,
+    ));
+    let (Some(data), Some(into), Some(out)) = (
+        data,
+        script.0.as_mut().and_then(|c| c.stdin.take()),
+        script.0.as_mut().and_then(|c| c.stdout.take()),
+    ) else {
+        return Err(Error::runtime("perf: no pipes to its record and script"));
     };
+    let pump = Pump::start(data, into);
+    let script_pid = script.0.as_ref().map_or(0, |c| c.id()) as libc::pid_t;
+    let got = Arc::clone(&signals.got);
+    let seconds = req.seconds;
+    let control = std::thread::spawn(move || run_recording(perf, seconds, &got, script_pid));
+
+    let mut reader = BufReader::with_capacity(1 << 18, out);
+    let res = consume(&mut reader);
+    // Whatever consume left unread is not waited for: perf script's writes now fail.
+    drop(reader);
+    let recorded = control.join().unwrap_or(Recorded::Failed);
+    let pumped = pump.finish();
     let stderr = std::fs::read_to_string(&errlog).unwrap_or_default();
+    if let Some(s) = signals.caught() {
+        script.signal(libc::SIGTERM);
+        return Err(Error::runtime(format!(
+            "profile stopped by {}: perf was stopped and its temporary files removed; nothing \
+             was analysed",
+            signal_name(s)
+        )));
+    }
+    let status = script.0.take().map(|mut c| c.wait());
     if comm_of(req.pid).is_none() {
         return Err(Error::runtime(format!(
             "process {} exited during the profile; profile a running server",
             req.pid
         )));
     }
-    if !ok || ended_early.is_some() || !data.exists() {
+    if let Err(e) = pumped {
+        return Err(Error::runtime(format!("reading perf record's output: {e}")));
+    }
+    if recorded != Recorded::Finished {
         if let Some(e) = paranoid_hint(&stderr) {
             return Err(e);
         }
@@ -390,65 +427,6 @@ pub fn record_with<T>(
             first_line(&errlog)
         )));
     }
-
-    let script_err = dir.path().join("perf-script.stderr");
-    let err_file = File::create(&script_err)
-        .map_err(|e| Error::runtime(format!("creating {}: {e}", script_err.display())))?;
-    let mut script = Reaped(Some(
-        perf_command()
-            .args([
-                "script",
-                "-F",
-                SCRIPT_FIELDS,
-                "--pid",
-                &req.pid.to_string(),
-                "-i",
-            ])
-            .arg(&data)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(err_file)
-            .spawn()
-            .map_err(|e| perf_missing(&e))?,
-    ));
-    let out = script
-        .0
-        .as_mut()
-        .and_then(|c| c.stdout.take())
-        .ok_or_else(|| Error::runtime("perf script: no output pipe"))?;
-    // A signal while perf script runs stops it; the reader then sees the end of its output.
-    let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let done = Arc::clone(&done);
-        let got = Arc::clone(&signals.got);
-        let pid = script.0.as_ref().map_or(0, |c| c.id()) as libc::pid_t;
-        std::thread::spawn(move || {
-            while !done.load(Ordering::SeqCst) {
-                if got.load(Ordering::SeqCst) != 0 {
-                    // SAFETY: kill(2) on our child; it is reaped only after this thread ends.
-                    unsafe {
-                        libc::kill(pid, libc::SIGTERM);
-                    }
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
-    let mut reader = BufReader::with_capacity(1 << 18, out);
-    let res = consume(&mut reader);
-    drop(reader);
-    done.store(true, Ordering::SeqCst);
-    let _ = watcher.join();
-    if let Some(s) = signals.caught() {
-        script.signal(libc::SIGTERM);
-        return Err(Error::runtime(format!(
-            "profile stopped by {} while reading the recording: perf was stopped and its \
-             temporary files removed",
-            signal_name(s)
-        )));
-    }
-    let status = script.0.take().map(|mut c| c.wait());
     let value = res?;
     if !matches!(status, Some(Ok(st)) if st.success()) {
         return Err(Error::runtime(format!(
@@ -458,4 +436,119 @@ pub fn record_with<T>(
     }
     drop(dir);
     Ok((value, event.to_string()))
+}
+
+/// perf script's niceness while it reads the recording as it is made.
+const SCRIPT_NICE: i32 = 10;
+
+/// At most this much of perf record's output waits in memory for perf script (a recording
+/// about 20x larger than a busy 2-minute per-CPU one; docs/PERFORMANCE.md).
+const MAX_BUFFERED: usize = 512 << 20;
+
+fn log_file(path: &std::path::Path) -> Result<File> {
+    File::create(path).map_err(|e| Error::runtime(format!("creating {}: {e}", path.display())))
+}
+
+/// How the recording ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recorded {
+    /// Stopped at its time and flushed its data.
+    Finished,
+    /// perf record ended before its time or did not end cleanly.
+    Failed,
+    /// A signal stopped it.
+    Signalled,
+}
+
+/// Let perf record run for `seconds` (stopping early on a signal, which also stops perf script
+/// at `script_pid`), then stop it so that it writes the rest of its data.
+fn run_recording(
+    mut perf: Reaped,
+    seconds: f64,
+    got: &AtomicUsize,
+    script_pid: libc::pid_t,
+) -> Recorded {
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    while Instant::now() < deadline {
+        if got.load(Ordering::SeqCst) != 0 {
+            perf.stop(Duration::from_secs(10));
+            // SAFETY: kill(2) on our child, reaped only after this thread is joined.
+            unsafe {
+                libc::kill(script_pid, libc::SIGTERM);
+            }
+            return Recorded::Signalled;
+        }
+        if let Some(c) = perf.0.as_mut() {
+            if let Ok(Some(_)) = c.try_wait() {
+                perf.0 = None;
+                return Recorded::Failed;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if perf.stop(Duration::from_secs(30)) {
+        Recorded::Finished
+    } else {
+        Recorded::Failed
+    }
+}
+
+/// Moves perf record's output to perf script's input through memory: a reader thread that
+/// never blocks on the writer, and a writer thread.
+struct Pump {
+    reader: std::thread::JoinHandle<std::io::Result<()>>,
+    writer: std::thread::JoinHandle<()>,
+}
+
+impl Pump {
+    fn start(
+        mut from: impl std::io::Read + Send + 'static,
+        mut to: impl std::io::Write + Send + 'static,
+    ) -> Pump {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let q = Arc::clone(&queued);
+        let reader = std::thread::spawn(move || {
+            let mut open = true;
+            loop {
+                let mut buf = vec![0u8; 1 << 16];
+                let n = match from.read(&mut buf) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if !open {
+                    continue; // perf script is gone: drain perf record so it can finish
+                }
+                if q.fetch_add(n, Ordering::SeqCst) + n > MAX_BUFFERED {
+                    return Err(std::io::Error::other(format!(
+                        "perf script fell more than {} MiB behind the recording",
+                        MAX_BUFFERED >> 20
+                    )));
+                }
+                buf.truncate(n);
+                open = tx.send(buf).is_ok();
+            }
+        });
+        let writer = std::thread::spawn(move || {
+            for chunk in rx {
+                queued.fetch_sub(chunk.len(), Ordering::SeqCst);
+                if to.write_all(&chunk).is_err() {
+                    return; // dropping rx makes the reader drain and discard
+                }
+            }
+        });
+        Pump { reader, writer }
+    }
+
+    /// Wait for both ends; the error is the reader's (perf record's pipe).
+    fn finish(self) -> std::io::Result<()> {
+        let r = self
+            .reader
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the reader thread panicked")));
+        let _ = self.writer.join();
+        r
+    }
 }
