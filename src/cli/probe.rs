@@ -114,28 +114,26 @@ fn size(b: u64) -> String {
 
 /// The human report.
 pub fn render(r: &ProbeReport) -> String {
-    let mut out = String::new();
-    let name = if r.cpu.model_name.is_empty() {
-        format!("{} part {:#x}", r.cpu.vendor, r.cpu.arm_part)
+    let mut out = machine_lines(r);
+    out += &format!("{}\n\n", measurements_table(r));
+    if r.valid {
+        out += &figure_lines(r);
+        if let Some(n) = &r.hypervisor.note {
+            out += &format!("note: {n}\n");
+        }
     } else {
-        r.cpu.model_name.clone()
-    };
-    let uarch = match (&r.cpu.reference_key, &r.cpu.microarch) {
-        (Some(k), Some(m)) => format!("{k}: {m}"),
-        _ => "not in the reference table".into(),
-    };
-    let ident = if r.cpu.arm_implementer != 0 {
-        format!(
-            "implementer {:#x} part {:#x}",
-            r.cpu.arm_implementer, r.cpu.arm_part
-        )
-    } else {
-        format!(
-            "family {} model {} stepping {}",
-            r.cpu.family, r.cpu.model, r.cpu.stepping
-        )
-    };
-    out += &format!("cpu        {name} ({uarch}; {} {ident})\n", r.cpu.vendor);
+        out += &no_figure_lines(r);
+    }
+    for n in &r.notes {
+        out += &format!("note: {n}\n");
+    }
+    out += &format!("probe took {} ms\n", fmt_num(r.elapsed_ms));
+    out
+}
+
+/// The machine: CPU identity, host, topology, caches, hypervisor and counter.
+fn machine_lines(r: &ProbeReport) -> String {
+    let mut out = cpu_line(r);
     out += &format!(
         "host       {} {}, kernel {}\n",
         r.host.hostname.as_deref().unwrap_or("-"),
@@ -154,28 +152,7 @@ pub fn render(r: &ProbeReport) -> String {
         t.online,
         if t.exact { "" } else { " (placement not readable: assumed)" }
     );
-    let caches: Vec<String> = r
-        .caches
-        .iter()
-        .map(|c| {
-            let k = match c.kind.as_str() {
-                "Data" => "d",
-                "Instruction" => "i",
-                _ => "",
-            };
-            format!("L{}{k} {}", c.level, size(c.size_bytes))
-        })
-        .collect();
-    out += &format!(
-        "caches     {}; cache line {}\n",
-        if caches.is_empty() {
-            "not readable".into()
-        } else {
-            caches.join(", ")
-        },
-        r.cache_line_bytes
-            .map_or("unknown".into(), |l| format!("{l} B"))
-    );
+    out += &caches_line(r);
     out += &format!(
         "hypervisor {}\n",
         if r.hypervisor.present {
@@ -201,7 +178,62 @@ pub fn render(r: &ProbeReport) -> String {
         },
         fmt_num(c.calibration_ms)
     );
+    out
+}
 
+/// The CPU's name, microarchitecture and identification numbers.
+fn cpu_line(r: &ProbeReport) -> String {
+    let name = if r.cpu.model_name.is_empty() {
+        format!("{} part {:#x}", r.cpu.vendor, r.cpu.arm_part)
+    } else {
+        r.cpu.model_name.clone()
+    };
+    let uarch = match (&r.cpu.reference_key, &r.cpu.microarch) {
+        (Some(k), Some(m)) => format!("{k}: {m}"),
+        _ => "not in the reference table".into(),
+    };
+    let ident = if r.cpu.arm_implementer != 0 {
+        format!(
+            "implementer {:#x} part {:#x}",
+            r.cpu.arm_implementer, r.cpu.arm_part
+        )
+    } else {
+        format!(
+            "family {} model {} stepping {}",
+            r.cpu.family, r.cpu.model, r.cpu.stepping
+        )
+    };
+    format!("cpu        {name} ({uarch}; {} {ident})\n", r.cpu.vendor)
+}
+
+/// The cache sizes by level and the cache line.
+fn caches_line(r: &ProbeReport) -> String {
+    let caches: Vec<String> = r
+        .caches
+        .iter()
+        .map(|c| {
+            let k = match c.kind.as_str() {
+                "Data" => "d",
+                "Instruction" => "i",
+                _ => "",
+            };
+            format!("L{}{k} {}", c.level, size(c.size_bytes))
+        })
+        .collect();
+    format!(
+        "caches     {}; cache line {}\n",
+        if caches.is_empty() {
+            "not readable".into()
+        } else {
+            caches.join(", ")
+        },
+        r.cache_line_bytes
+            .map_or("unknown".into(), |l| format!("{l} B"))
+    )
+}
+
+/// One row per CPU, hint and sibling state.
+fn measurements_table(r: &ProbeReport) -> comfy_table::Table {
     let mut tab = crate::report::table(&[
         "CPU",
         "hint",
@@ -232,31 +264,33 @@ pub fn render(r: &ProbeReport) -> String {
             m.core_cycles_per_hint.map_or("unavailable".into(), fmt_num),
         ]);
     }
-    out += &format!("{tab}\n\n");
+    tab
+}
+
+/// Why there is no figure and what to do instead.
+fn no_figure_lines(r: &ProbeReport) -> String {
+    format!(
+        "no figure: {}.\nprobe again when the host is quieter (load average {}, steal {}), \
+         or use a probe saved on a quiet host (`spin --probe FILE`).\n",
+        r.invalid_reason
+            .as_deref()
+            .unwrap_or("the host is too busy"),
+        r.load.loadavg_1m.map_or("-".into(), fmt_num),
+        r.load
+            .steal_pct
+            .map_or("-".into(), |p| format!("{}%", fmt_num(p)))
+    )
+}
+
+/// The figure against the baseline, the reference table and MariaDB's startup rule.
+fn figure_lines(r: &ProbeReport) -> String {
     let s = &r.summary;
-    if !r.valid {
-        out +=
-            &format!(
-            "no figure: {}.\nprobe again when the host is quieter (load average {}, steal {}), \
-             or use a probe saved on a quiet host (`spin --probe FILE`).\n",
-            r.invalid_reason.as_deref().unwrap_or("the host is too busy"),
-            r.load.loadavg_1m.map_or("-".into(), fmt_num),
-            r.load
-                .steal_pct
-                .map_or("-".into(), |p| format!("{}%", fmt_num(p)))
-        );
-        for n in &r.notes {
-            out += &format!("note: {n}\n");
-        }
-        out += &format!("probe took {} ms\n", fmt_num(r.elapsed_ms));
-        return out;
-    }
-    out += &format!(
+    let mut out = format!(
         "one {} here takes {} ({} {} ticks{}): {}x the {} baseline of {} per hint.\n",
         s.hint.name().to_uppercase(),
         fmt_ns(s.ns_per_hint),
         fmt_num(s.ticks_per_hint),
-        c.name,
+        r.counter.name,
         s.core_cycles_per_hint
             .map_or(String::new(), |cy| format!(", {} core cycles", fmt_num(cy))),
         fmt_num(s.vs_baseline),
@@ -278,12 +312,5 @@ pub fn render(r: &ProbeReport) -> String {
             fmt_ns(m.hints_per_round_per_unit_delay * 4.0 * s.ns_per_hint)
         );
     }
-    if let Some(n) = &r.hypervisor.note {
-        out += &format!("note: {n}\n");
-    }
-    for n in &r.notes {
-        out += &format!("note: {n}\n");
-    }
-    out += &format!("probe took {} ms\n", fmt_num(r.elapsed_ms));
     out
 }

@@ -1,6 +1,8 @@
 //! The human report: findings grouped by severity, numbers first.
 
-use super::{DoctorDoc, Severity};
+use super::burst::{BurstStats, ProcStats};
+use super::{DoctorDoc, Finding, Severity};
+use crate::server::snapshot::HostFacts;
 
 fn num(v: f64) -> String {
     crate::units::fmt_num(v)
@@ -12,91 +14,46 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
         return self::markdown(d);
     }
     let mut s = String::new();
-    let h = |s: &mut String, t: &str| {
-        if markdown {
-            s.push_str(&format!("## {t}\n\n"));
-        } else {
-            s.push_str(&format!("{t}\n{}\n", "=".repeat(t.len())));
-        }
-    };
-    h(
+    heading(
         &mut s,
         &format!("spinscope doctor: {} ({})", d.server, d.target),
     );
+    s.push_str(&facts_lines(d));
+    s.push('\n');
+    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
+        let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        heading(
+            &mut s,
+            &format!("{} ({})", sev.name().to_uppercase(), group.len()),
+        );
+        for f in group {
+            s.push_str(&finding_text(f));
+        }
+    }
+    if d.findings.is_empty() {
+        s.push_str("no findings\n");
+    }
+    s
+}
+
+/// The facts under the title: version, sampler, rt, host, CPU, counters and notes.
+fn facts_lines(d: &DoctorDoc) -> String {
+    let mut s = String::new();
     s.push_str(&format!("version {}; source {}\n", d.version, d.source));
     if let Some(sem) = &d.semaphores {
         s.push_str(&format!("SEMAPHORES: {sem}\n"));
     }
     if let Some(b) = &d.burst {
-        let server_cost = match b.sampler_server_measured_pct {
-            Some(m) => format!("server {m:.2}% of a core (measured)"),
-            None => format!("server <= {:.1}% of a core", b.sampler_server_pct),
-        };
-        if let Some(p) = &b.proc_running {
-            s.push_str(&format!(
-                "burst sampler: running threads from /proc {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; \
-                 Threads_running etc. from SQL {} samples, {:.1} Hz achieved of {:.1}, longest gap {:.1} ms; \
-                 own cost: client {:.2}% of a core, {server_cost} ({:.0} us per SQL sample){}\n",
-                p.samples,
-                b.window_s,
-                p.achieved_hz,
-                p.target_hz,
-                p.longest_gap_ms,
-                b.samples,
-                b.achieved_hz,
-                b.sql_target_hz.unwrap_or(b.target_hz),
-                b.longest_gap_ms,
-                b.sampler_cpu_pct,
-                b.sampler_query_p50_us,
-                if b.interrupted { " (cut short)" } else { "" }
-            ));
-            s.push_str(&format!(
-                "running threads from /proc (server threads in state R, background ones included): p50 {}, p99 {}, max {} of {:.0} threads; \
-                 above {:.0} cores {} time(s), {:.0}% of the window; a 1 s monitor would have seen p50 {}, max {}\n",
-                num(p.running.p50), num(p.running.p99), num(p.running.max), p.threads_max,
-                b.burst_threshold, p.bursts, p.time_above_threshold_pct,
-                num(p.monitor_1s.p50), num(p.monitor_1s.max)
-            ));
-        } else {
-            s.push_str(&format!(
-                "burst sampler: {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; own cost: client {:.2}% of a core, {server_cost} ({:.0} us per sample query){}\n",
-                b.samples,
-                b.window_s,
-                b.achieved_hz,
-                b.target_hz,
-                b.longest_gap_ms,
-                b.sampler_cpu_pct,
-                b.sampler_query_p50_us,
-                if b.interrupted { " (cut short)" } else { "" }
-            ));
-        }
-        s.push_str(&format!(
-            "Threads_running from SQL (own session excluded): p50 {}, p99 {}, max {}; a 1 s monitor would have seen p50 {}, max {}\n",
-            num(b.threads_running.p50), num(b.threads_running.p99), num(b.threads_running.max),
-            num(b.monitor_1s.p50), num(b.monitor_1s.max)
-        ));
+        s.push_str(&sampler_lines(b));
     }
     if let Some(r) = &d.rt {
         s.push_str(&super::rt::text(r));
     }
     if let Some(h) = &d.host {
-        s.push_str(&format!(
-            "host ({}): {} {}, {} CPUs, cache line {} B, kernel {}{}\n",
-            h.source,
-            h.arch,
-            h.cpu_model_name.as_deref().unwrap_or("unknown CPU"),
-            h.online_cpus
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into()),
-            h.cache_line_bytes
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "?".into()),
-            h.kernel_release.as_deref().unwrap_or("?"),
-            match (h.server_pid, &h.server_comm) {
-                (Some(p), Some(c)) => format!(", server process {c} pid {p}"),
-                _ => String::new(),
-            }
-        ));
+        s.push_str(&host_line(h));
     }
     if let Some(c) = &d.cpu_model {
         s.push_str(&format!("spin model CPU: {c}\n"));
@@ -117,68 +74,125 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
     for n in &d.notes {
         s.push_str(&format!("note: {n}\n"));
     }
-    s.push('\n');
-    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
-        let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
-        if group.is_empty() {
-            continue;
+    s
+}
+
+/// A heading underlined to its width.
+fn heading(s: &mut String, t: &str) {
+    s.push_str(&format!("{t}\n{}\n", "=".repeat(t.len())));
+}
+
+/// The burst sampler: what it achieved and cost, and the running threads it saw.
+fn sampler_lines(b: &BurstStats) -> String {
+    let server_cost = match b.sampler_server_measured_pct {
+        Some(m) => format!("server {m:.2}% of a core (measured)"),
+        None => format!("server <= {:.1}% of a core", b.sampler_server_pct),
+    };
+    let mut s = match &b.proc_running {
+        Some(p) => proc_sampler_lines(b, p, &server_cost),
+        None => format!(
+            "burst sampler: {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; own cost: client {:.2}% of a core, {server_cost} ({:.0} us per sample query){}\n",
+            b.samples,
+            b.window_s,
+            b.achieved_hz,
+            b.target_hz,
+            b.longest_gap_ms,
+            b.sampler_cpu_pct,
+            b.sampler_query_p50_us,
+            if b.interrupted { " (cut short)" } else { "" }
+        ),
+    };
+    s.push_str(&format!(
+        "Threads_running from SQL (own session excluded): p50 {}, p99 {}, max {}; a 1 s monitor would have seen p50 {}, max {}\n",
+        num(b.threads_running.p50), num(b.threads_running.p99), num(b.threads_running.max),
+        num(b.monitor_1s.p50), num(b.monitor_1s.max)
+    ));
+    s
+}
+
+/// The sampler lines when running threads were also counted from /proc.
+fn proc_sampler_lines(b: &BurstStats, p: &ProcStats, server_cost: &str) -> String {
+    let mut s = format!(
+        "burst sampler: running threads from /proc {} samples over {:.1} s, {:.0} Hz achieved of {:.0}, longest gap {:.1} ms; \
+         Threads_running etc. from SQL {} samples, {:.1} Hz achieved of {:.1}, longest gap {:.1} ms; \
+         own cost: client {:.2}% of a core, {server_cost} ({:.0} us per SQL sample){}\n",
+        p.samples,
+        b.window_s,
+        p.achieved_hz,
+        p.target_hz,
+        p.longest_gap_ms,
+        b.samples,
+        b.achieved_hz,
+        b.sql_target_hz.unwrap_or(b.target_hz),
+        b.longest_gap_ms,
+        b.sampler_cpu_pct,
+        b.sampler_query_p50_us,
+        if b.interrupted { " (cut short)" } else { "" }
+    );
+    s.push_str(&format!(
+        "running threads from /proc (server threads in state R, background ones included): p50 {}, p99 {}, max {} of {:.0} threads; \
+         above {:.0} cores {} time(s), {:.0}% of the window; a 1 s monitor would have seen p50 {}, max {}\n",
+        num(p.running.p50), num(p.running.p99), num(p.running.max), p.threads_max,
+        b.burst_threshold, p.bursts, p.time_above_threshold_pct,
+        num(p.monitor_1s.p50), num(p.monitor_1s.max)
+    ));
+    s
+}
+
+/// The host line: CPU, kernel and the server process.
+fn host_line(h: &HostFacts) -> String {
+    format!(
+        "host ({}): {} {}, {} CPUs, cache line {} B, kernel {}{}\n",
+        h.source,
+        h.arch,
+        h.cpu_model_name.as_deref().unwrap_or("unknown CPU"),
+        h.online_cpus
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into()),
+        h.cache_line_bytes
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "?".into()),
+        h.kernel_release.as_deref().unwrap_or("?"),
+        match (h.server_pid, &h.server_comm) {
+            (Some(p), Some(c)) => format!(", server process {c} pid {p}"),
+            _ => String::new(),
         }
-        h(
-            &mut s,
-            &format!("{} ({})", sev.name().to_uppercase(), group.len()),
-        );
-        for f in group {
-            if markdown {
-                s.push_str(&format!("### `{}` {}\n\n", f.id, f.title));
-            } else {
-                s.push_str(&format!("[{}] {}\n", f.id, f.title));
-            }
-            if !f.evidence.is_empty() {
-                let e: Vec<String> = f
-                    .evidence
-                    .iter()
-                    .map(|e| {
-                        format!(
-                            "{} {}{}",
-                            e.name,
-                            num(e.value),
-                            if e.unit.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" {}", e.unit)
-                            }
-                        )
-                    })
-                    .collect();
-                s.push_str(&format!("  evidence: {}\n", e.join(", ")));
-            }
-            s.push_str(&format!("  why: {}\n  do: {}\n", f.why, f.what_to_do));
-            for st in &f.statements {
-                if markdown {
-                    s.push_str(&format!("\n```sql\n{st}\n```\n"));
-                } else {
-                    s.push_str(&format!("  run: {}\n", st.replace('\n', "\n       ")));
-                }
-            }
-            if !f.option_file.is_empty() {
-                if markdown {
-                    s.push_str(&format!(
-                        "\nOption file:\n\n```ini\n[mysqld]\n{}\n```\n",
-                        f.option_file.join("\n")
-                    ));
-                } else {
-                    s.push_str("  option file [mysqld]:\n");
-                    for l in &f.option_file {
-                        s.push_str(&format!("       {l}\n"));
+    )
+}
+
+/// One finding: id and title, evidence, why, what to do, statements and option-file lines.
+fn finding_text(f: &Finding) -> String {
+    let mut s = format!("[{}] {}\n", f.id, f.title);
+    if !f.evidence.is_empty() {
+        let e: Vec<String> = f
+            .evidence
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}{}",
+                    e.name,
+                    num(e.value),
+                    if e.unit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", e.unit)
                     }
-                }
-            }
-            s.push('\n');
+                )
+            })
+            .collect();
+        s.push_str(&format!("  evidence: {}\n", e.join(", ")));
+    }
+    s.push_str(&format!("  why: {}\n  do: {}\n", f.why, f.what_to_do));
+    for st in &f.statements {
+        s.push_str(&format!("  run: {}\n", st.replace('\n', "\n       ")));
+    }
+    if !f.option_file.is_empty() {
+        s.push_str("  option file [mysqld]:\n");
+        for l in &f.option_file {
+            s.push_str(&format!("       {l}\n"));
         }
     }
-    if d.findings.is_empty() {
-        s.push_str("no findings\n");
-    }
+    s.push('\n');
     s
 }
 

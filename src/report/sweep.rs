@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::analysis::knee;
+use crate::analysis::usl::UslFit;
 use crate::units::{fmt_count, fmt_num};
 
 pub use crate::sweep::csv::csv;
@@ -39,53 +40,58 @@ fn ms(us: f64) -> String {
 /// The per-step table followed by the analysis, for a terminal.
 pub fn render(doc: &SweepDoc) -> String {
     let mut s = String::new();
+    let _ = writeln!(s, "{}", heading(doc));
+    let _ = writeln!(s, "{}", steps_table(&doc.steps));
+    let _ = writeln!(s, "{}", wrap(COLUMNS, 100));
+    if !doc.analysis.left_out.is_empty() {
+        let _ = writeln!(s, "\nleft out of the knee, USL, Little and A/B as invalid:");
+        for l in &doc.analysis.left_out {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
+    for va in &doc.analysis.variants {
+        variant_lines(&mut s, va);
+    }
+    ab_lines(&mut s, &doc.analysis);
+    if !doc.settings_changed.is_empty() {
+        let _ = writeln!(s, "\nsettings:");
+        for c in &doc.settings_changed {
+            let _ = writeln!(s, "  {}", c.note);
+        }
+    }
+    if let Some(why) = &doc.stopped_because {
+        let _ = writeln!(s, "\nstopped early: {why}");
+    }
+    s
+}
+
+/// The first line: workload, schema, loop, timings and server.
+fn heading(doc: &SweepDoc) -> String {
     let c = &doc.config;
-    let _ =
-        writeln!(
-        s,
+    format!(
         "sweep: {} on {} ({} tables x {} rows), {} loop{}, warm-up {} s, {} s per step, server {}",
         c.workload,
         c.schema_name,
         c.tables,
         c.table_size,
         c.mode,
-        c.rate_tps.map(|r| format!(" at {} tps", fmt_num(r))).unwrap_or_default(),
+        c.rate_tps
+            .map(|r| format!(" at {} tps", fmt_num(r)))
+            .unwrap_or_default(),
         fmt_num(c.warmup_s),
         fmt_num(c.duration_s),
         doc.server.version
-    );
+    )
+}
+
+/// One row per step.
+fn steps_table(steps: &[StepDoc]) -> comfy_table::Table {
     let mut t = crate::report::table(&[
         "threads", "variant", "rep", "tps", "qps", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms",
         "max ms", "errors", "N=X*R", "note",
     ]);
-    for st in &doc.steps {
+    for st in steps {
         let errors: u64 = st.errors.values().sum();
-        let mut note = Vec::new();
-        if let Some(why) = &st.invalid {
-            note.push(format!("INVALID: {why}"));
-        }
-        if st.interrupted {
-            note.push("interrupted".to_string());
-        }
-        if st.reconnects > 0 {
-            note.push(format!("{} reconnects", st.reconnects));
-        }
-        let retried: u64 = st.retries.values().sum();
-        if retried > 0 {
-            note.push(format!("{retried} deadlock retries"));
-        }
-        if let Some(o) = &st.open_loop {
-            if !o.kept_up {
-                note.push(format!(
-                    "rate not kept ({} of {} tps)",
-                    fmt_num(o.achieved_tps),
-                    fmt_num(o.target_tps)
-                ));
-            }
-        }
-        if !st.little.holds && st.open_loop.is_none() && st.invalid.is_none() {
-            note.push(format!("Little ratio {}", fmt_num(st.little.ratio)));
-        }
         t.add_row(vec![
             st.threads.to_string(),
             st.variant.clone(),
@@ -103,138 +109,155 @@ pub fn render(doc: &SweepDoc) -> String {
             } else {
                 fmt_num(st.little.implied)
             },
-            note.join("; "),
+            step_note(st),
         ]);
     }
-    let _ = writeln!(s, "{t}");
-    let _ = writeln!(s, "{}", wrap(COLUMNS, 100));
-    if !doc.analysis.left_out.is_empty() {
-        let _ = writeln!(s, "\nleft out of the knee, USL, Little and A/B as invalid:");
-        for l in &doc.analysis.left_out {
-            let _ = writeln!(s, "  {l}");
+    t
+}
+
+/// The note column: why a step is invalid or what disturbed it.
+fn step_note(st: &StepDoc) -> String {
+    let mut note = Vec::new();
+    if let Some(why) = &st.invalid {
+        note.push(format!("INVALID: {why}"));
+    }
+    if st.interrupted {
+        note.push("interrupted".to_string());
+    }
+    if st.reconnects > 0 {
+        note.push(format!("{} reconnects", st.reconnects));
+    }
+    let retried: u64 = st.retries.values().sum();
+    if retried > 0 {
+        note.push(format!("{retried} deadlock retries"));
+    }
+    if let Some(o) = &st.open_loop {
+        if !o.kept_up {
+            note.push(format!(
+                "rate not kept ({} of {} tps)",
+                fmt_num(o.achieved_tps),
+                fmt_num(o.target_tps)
+            ));
         }
     }
-    for va in &doc.analysis.variants {
-        let _ = writeln!(s, "\n[{}]", va.variant);
-        let k = &va.knee;
-        if let (Some(n), Some(x)) = (k.sla_best_threads, k.sla_best_tps) {
-            let _ = writeln!(
-                s,
-                "  best within SLA: {} threads, {} tps",
-                n,
-                fmt_count(x.round())
-            );
+    if !st.little.holds && st.open_loop.is_none() && st.invalid.is_none() {
+        note.push(format!("Little ratio {}", fmt_num(st.little.ratio)));
+    }
+    note.join("; ")
+}
+
+/// A variant's analysis: best within the SLA, knee, advice and USL fit.
+fn variant_lines(s: &mut String, va: &VariantAnalysis) {
+    let _ = writeln!(s, "\n[{}]", va.variant);
+    let k = &va.knee;
+    if let (Some(n), Some(x)) = (k.sla_best_threads, k.sla_best_tps) {
+        let _ = writeln!(
+            s,
+            "  best within SLA: {} threads, {} tps",
+            n,
+            fmt_count(x.round())
+        );
+    }
+    let _ = writeln!(s, "  knee: {}", knee_text(va));
+    match &va.harmful {
+        Some(h) => {
+            let _ = writeln!(s, "  advice: {h}");
         }
-        match (k.saturation_threads, k.saturation_tps) {
-            (Some(n), Some(x)) => {
-                let beyond = match (k.after_knee_pct, k.last_threads, k.last_tps) {
-                    (Some(pct), Some(ln), Some(lx)) if pct <= -FLAT_GAIN_PCT => format!(
-                        "beyond it throughput fell {:.0}% ({} tps at {} threads -> {} tps at {} threads) while p99 grew",
-                        -pct,
-                        fmt_count(x.round()),
-                        n,
-                        fmt_count(lx.round()),
-                        ln
-                    ),
-                    (Some(pct), Some(ln), _) => format!(
-                        "beyond it throughput changed {pct:+.0}% up to {ln} threads while p99 grew"
-                    ),
-                    _ => "beyond it throughput gains under 5% while p99 grows".to_string(),
-                };
-                let _ = writeln!(
-                    s,
-                    "  knee: {} threads ({} tps); {beyond}",
+        None => {
+            let _ = writeln!(s, "  advice: {}", k.recommendation);
+        }
+    }
+    match &va.usl {
+        Some(u) => {
+            let _ = writeln!(s, "  USL: {}", usl_text(u));
+        }
+        None => {
+            let _ = writeln!(s, "  USL: not fitted (needs 3 or more concurrency levels)");
+        }
+    }
+}
+
+/// Where the knee is and what throughput did beyond it, or why none is named.
+fn knee_text(va: &VariantAnalysis) -> String {
+    let k = &va.knee;
+    match (k.saturation_threads, k.saturation_tps) {
+        (Some(n), Some(x)) => {
+            let beyond = match (k.after_knee_pct, k.last_threads, k.last_tps) {
+                (Some(pct), Some(ln), Some(lx)) if pct <= -FLAT_GAIN_PCT => format!(
+                    "beyond it throughput fell {:.0}% ({} tps at {} threads -> {} tps at {} threads) while p99 grew",
+                    -pct,
+                    fmt_count(x.round()),
                     n,
-                    fmt_count(x.round())
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    s,
-                    "  knee: {}",
-                    if va.points.len() < knee::MIN_POINTS {
-                        format!(
-                            "none named ({} valid concurrency levels; at least {} needed)",
-                            va.points.len(),
-                            knee::MIN_POINTS
-                        )
-                    } else {
-                        "not reached".to_string()
-                    }
-                );
-            }
+                    fmt_count(lx.round()),
+                    ln
+                ),
+                (Some(pct), Some(ln), _) => format!(
+                    "beyond it throughput changed {pct:+.0}% up to {ln} threads while p99 grew"
+                ),
+                _ => "beyond it throughput gains under 5% while p99 grows".to_string(),
+            };
+            format!("{} threads ({} tps); {beyond}", n, fmt_count(x.round()))
         }
-        match &va.harmful {
-            Some(h) => {
-                let _ = writeln!(s, "  advice: {h}");
-            }
-            None => {
-                let _ = writeln!(s, "  advice: {}", k.recommendation);
-            }
-        }
-        match &va.usl {
-            Some(u) => {
-                let _ = writeln!(
-                    s,
-                    "  USL: sigma {:.4} (contention), kappa {:.5} (coherency), lambda {} tps/client; peak {} tps at N={}; {} dominates; R^2 {:.3}{}{}",
-                    u.sigma,
-                    u.kappa,
-                    fmt_num(u.lambda),
-                    fmt_count(u.x_peak.round()),
-                    u.n_peak.map(fmt_num).unwrap_or_else(|| "unbounded".into()),
-                    u.dominant,
-                    u.r_squared,
-                    if u.r_squared < 0.9 {
-                        " (a poor fit: read the parameters with care)"
-                    } else {
-                        ""
-                    },
-                    if u.excluded_n.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            "; left out N={} (the model cannot explain them{})",
-                            u.excluded_n.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(","),
-                            if u.excluded_n.contains(&1.0) {
-                                "; one client on an otherwise idle machine mostly waits for wake-ups, not for the server"
-                            } else {
-                                ""
-                            }
-                        )
-                    }
-                );
-            }
-            None => {
-                let _ = writeln!(s, "  USL: not fitted (needs 3 or more concurrency levels)");
-            }
-        }
+        _ if va.points.len() < knee::MIN_POINTS => format!(
+            "none named ({} valid concurrency levels; at least {} needed)",
+            va.points.len(),
+            knee::MIN_POINTS
+        ),
+        _ => "not reached".to_string(),
     }
-    if !doc.analysis.ab.is_empty() {
-        let _ = writeln!(s, "\nA/B ({}):", doc.analysis.ab_method);
-        for ab in &doc.analysis.ab {
-            let _ = writeln!(
-                s,
-                "  {} threads: {} vs {}: {} vs {} tps: throughput {}; p99 x{}",
-                ab.threads,
-                ab.variant,
-                ab.baseline,
-                fmt_count(ab.variant_tps.round()),
-                fmt_count(ab.baseline_tps.round()),
-                ab.text,
-                fmt_num(ab.p99_ratio)
-            );
+}
+
+/// The USL fit's parameters, peak, quality and the levels it left out.
+fn usl_text(u: &UslFit) -> String {
+    format!(
+        "sigma {:.4} (contention), kappa {:.5} (coherency), lambda {} tps/client; peak {} tps at N={}; {} dominates; R^2 {:.3}{}{}",
+        u.sigma,
+        u.kappa,
+        fmt_num(u.lambda),
+        fmt_count(u.x_peak.round()),
+        u.n_peak.map(fmt_num).unwrap_or_else(|| "unbounded".into()),
+        u.dominant,
+        u.r_squared,
+        if u.r_squared < 0.9 {
+            " (a poor fit: read the parameters with care)"
+        } else {
+            ""
+        },
+        if u.excluded_n.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; left out N={} (the model cannot explain them{})",
+                u.excluded_n.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(","),
+                if u.excluded_n.contains(&1.0) {
+                    "; one client on an otherwise idle machine mostly waits for wake-ups, not for the server"
+                } else {
+                    ""
+                }
+            )
         }
+    )
+}
+
+/// The A/B verdicts, one line per variant and concurrency.
+fn ab_lines(s: &mut String, an: &Analysis) {
+    if an.ab.is_empty() {
+        return;
     }
-    if !doc.settings_changed.is_empty() {
-        let _ = writeln!(s, "\nsettings:");
-        for c in &doc.settings_changed {
-            let _ = writeln!(s, "  {}", c.note);
-        }
+    let _ = writeln!(s, "\nA/B ({}):", an.ab_method);
+    for ab in &an.ab {
+        let _ = writeln!(
+            s,
+            "  {} threads: {} vs {}: {} vs {} tps: throughput {}; p99 x{}",
+            ab.threads,
+            ab.variant,
+            ab.baseline,
+            fmt_count(ab.variant_tps.round()),
+            fmt_count(ab.baseline_tps.round()),
+            ab.text,
+            fmt_num(ab.p99_ratio)
+        );
     }
-    if let Some(why) = &doc.stopped_because {
-        let _ = writeln!(s, "\nstopped early: {why}");
-    }
-    s
 }
 
 #[cfg(test)]
