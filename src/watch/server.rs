@@ -599,10 +599,10 @@ fn ticks(rec: &BurstRecord) -> Vec<(f64, Option<ProcPoint>, Option<BurstPoint>)>
 
 /// The rt capture for the rt_* series (local server, capture permitted), or None, said once.
 fn rt_feed(
+    sh: &Shared,
     w: &Watched,
     inf: &Info,
     conn: &mut mysql::Conn,
-    hz: f64,
     said: &mut bool,
 ) -> Option<super::rt_feed::RtFeed> {
     let why = if !w.target.is_local() {
@@ -623,7 +623,11 @@ fn rt_feed(
                 } else {
                     None
                 };
-                match super::rt_feed::RtFeed::start(port, hz, own) {
+                let label = ServerLabel {
+                    server: w.name.clone(),
+                };
+                let (hz, m) = (sh.plan.hz, sh.metrics.clone());
+                match super::rt_feed::RtFeed::start(port, hz, own, m, label) {
                     Ok(f) => {
                         if !*said {
                             log(&format!(
@@ -823,10 +827,9 @@ impl<'a> Watch<'a> {
         self.say_proc(&sampler, sql_target);
         let inf = self.info.clone()?;
         self.reconnected(&inf);
-        let hz = self.sh.plan.hz;
         let rt = self
             .wants_rt
-            .then(|| rt_feed(&self.w, &inf, &mut conn, hz, &mut self.rt_said))
+            .then(|| rt_feed(self.sh, &self.w, &inf, &mut conn, &mut self.rt_said))
             .flatten();
         Some(Session {
             rt,
