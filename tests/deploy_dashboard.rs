@@ -1,7 +1,9 @@
 //! The Grafana dashboard (deploy/grafana/spinscope-watch.json) against a real Prometheus that
 //! scrapes a real `spinscope watch` of a throwaway MariaDB during bursts, with the recording
 //! rules of deploy/prometheus loaded: every panel query is valid PromQL and returns finite data,
-//! the server variable lists the server, and the Threads_running panel shows the burst.
+//! the server variable lists the server, and the Threads_running panel shows the burst. The
+//! watch runs an rt capture (a trigger on `rt_p99_ms` that never fires) and a client queries
+//! the server over TCP throughout, so the response-time panels have requests to show.
 //! With `SPINSCOPE_DASHBOARD_RENDER=DIR` it also draws every panel's results over the run into
 //! DIR/dashboard.svg (and DIR/dashboard.png with chromium) for a human to look at.
 
@@ -10,6 +12,8 @@ mod common;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, which, MariaDb};
@@ -148,6 +152,51 @@ fn burst(socket: &Path, threads: usize, secs: f64) {
     }
 }
 
+/// A client querying the server over TCP (where the rt capture sees it) every 20 ms until
+/// dropped.
+struct TcpClient {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl TcpClient {
+    fn start(port: u16) -> TcpClient {
+        let o = mysql::OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(port)
+            .prefer_socket(false)
+            .user(Some("root"));
+        let mut c = mysql::Conn::new(o).expect("TCP connection to the throwaway server");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut n = 0;
+            while !flag.load(Ordering::Relaxed) {
+                let _: Option<i64> = c.query_first("SELECT 1").unwrap();
+                n += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            n
+        });
+        TcpClient {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stop and return the queries sent.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().map_or(0, |h| h.join().unwrap())
+    }
+}
+
+impl Drop for TcpClient {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 fn wait_for_file(path: &Path, needle: &str, secs: u64) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(secs) {
@@ -174,6 +223,8 @@ fn the_dashboard_parses_and_names_only_spinscope_metrics() {
         "Spin budget against design",
         "Sampler rate",
         "Spin budget design ratio by server",
+        "Response time (server-side, from packets)",
+        "Response time p99 by server (from packets)",
     ] {
         assert!(titles.contains(&want), "{want} missing: {titles:?}");
     }
@@ -217,6 +268,8 @@ fn every_panel_query_returns_data_from_a_real_prometheus_during_a_burst() {
             .args(["--after", "1", "--min-free-disk", "0", "--out"])
             .arg(dir.path().join("caps"))
             .args(["--trigger", "threads_running > 4 for 50ms"])
+            // Runs the rt capture on the server's TCP port; SELECT 1 never takes a minute.
+            .args(["--trigger", "rt_p99_ms > 60s"])
             .arg("--metrics-listen")
             .arg(format!("127.0.0.1:{wport}"))
             .stdin(Stdio::null())
@@ -226,10 +279,11 @@ fn every_panel_query_returns_data_from_a_real_prometheus_during_a_burst() {
             .unwrap(),
     );
     assert!(
-        wait_for_file(&werr, "connected", 30),
+        wait_for_file(&werr, "rt capturing port", 30),
         "{}",
         std::fs::read_to_string(&werr).unwrap_or_default()
     );
+    let client = TcpClient::start(db.port);
     let cfg = dir.path().join("prometheus.yml");
     std::fs::write(
         &cfg,
@@ -307,6 +361,15 @@ fn every_panel_query_returns_data_from_a_real_prometheus_during_a_burst() {
         "panel queries without data after 60 s: {missing:#?}\nwatch: {}",
         std::fs::read_to_string(&werr).unwrap_or_default()
     );
+    // rt counted the TCP client's requests (and nothing of the sampler's socket session).
+    let rt = query(pport, "max(spinscope_watch_rt_requests_total)").unwrap();
+    let rt: f64 = rt[0]["value"][1].as_str().unwrap().parse().unwrap();
+    let p99 = query(
+        pport,
+        "histogram_quantile(0.99, sum by (le) (rate(spinscope_watch_rt_seconds_bucket[1m])))",
+    )
+    .unwrap();
+    let p99: f64 = p99[0]["value"][1].as_str().unwrap().parse().unwrap();
     // The server variable's query lists the watched server.
     let servers = http_get(
         pport,
@@ -324,6 +387,13 @@ fn every_panel_query_returns_data_from_a_real_prometheus_during_a_burst() {
     if let Some(out) = render_to {
         render(&ps, pport, t_start, Path::new(&out));
     }
+    let sent = client.stop() as f64;
+    // The client's connection sends a query or two of its own after the login.
+    assert!(
+        rt >= 10.0 && rt <= sent + 5.0,
+        "rt requests {rt} of the {sent} the client sent"
+    );
+    assert!(p99 > 0.0 && p99 < 1.0, "rt p99 of SELECT 1: {p99} s");
     drop(watch);
 }
 

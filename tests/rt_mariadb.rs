@@ -485,6 +485,7 @@ fn rt_matches_a_sweep_run() {
         },
         exclude_client_ports: vec![],
         keep_intervals: true,
+        ttlb_bounds_ns: Vec::new(),
     };
     let bg = spinscope::rt::Background::start(plan, Box::new(|_| {})).expect("capture (root)");
     let out = sweep(&[

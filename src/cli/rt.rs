@@ -146,6 +146,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
         },
         exclude_client_ports: Vec::new(),
         keep_intervals: true,
+        ttlb_bounds_ns: Vec::new(),
     };
     let stop = crate::interrupt::install()?;
     let tty = std::io::stdout().is_terminal() && !a.json;

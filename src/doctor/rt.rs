@@ -239,6 +239,7 @@ mod tests {
             capture: CaptureCounts::default(),
             valid: true,
             invalid_reason: None,
+            ttlb_buckets: None,
         }
     }
 

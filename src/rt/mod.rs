@@ -42,6 +42,9 @@ pub struct RtPlan {
     /// Keep every interval in the `RunReport` (false for a capture that runs for days:
     /// `watch` reads them as they close).
     pub keep_intervals: bool,
+    /// Rising upper bounds (ns) to count each interval's answered requests into
+    /// ([`stats::TtlbBuckets`], for watch's Prometheus histogram); empty: none.
+    pub ttlb_bounds_ns: Vec<u64>,
 }
 
 /// Totals of the protocol tracker over the run.
@@ -173,8 +176,10 @@ fn run_open(
     let mut tracker = Tracker::new();
     let mut events = Vec::new();
     let mut start: Option<u64> = live.then(wall_ns);
-    let mut win = Window::new(start.unwrap_or(0), plan.breakdown);
-    let mut total = Window::new(start.unwrap_or(0), plan.breakdown);
+    let mut win =
+        Window::new(start.unwrap_or(0), plan.breakdown).with_ttlb_bounds(&plan.ttlb_bounds_ns);
+    let mut total =
+        Window::new(start.unwrap_or(0), plan.breakdown).with_ttlb_bounds(&plan.ttlb_bounds_ns);
     let mut intervals = Vec::new();
     let mut last_counts = CaptureCounts::default();
     let mut now = start.unwrap_or(0);

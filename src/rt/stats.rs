@@ -72,6 +72,22 @@ pub struct IntervalReport {
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
+    /// Answered requests by time to last byte, when the plan named bounds
+    /// ([`super::RtPlan::ttlb_bounds_ns`]); not in the documents.
+    #[serde(skip)]
+    pub ttlb_buckets: Option<TtlbBuckets>,
+}
+
+/// An interval's answered requests counted into fixed time-to-last-byte buckets, for a
+/// Prometheus histogram (`watch`'s `spinscope_watch_rt_seconds`). The counts are exact, taken
+/// as each exchange is recorded, not read back off the HdrHistogram's rounded values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TtlbBuckets {
+    /// `counts[i]`: requests above bound `i - 1` and at most bound `i`; the last, above all
+    /// bounds (one more entry than bounds).
+    pub counts: Vec<u64>,
+    /// Sum of their times to last byte, nanoseconds.
+    pub sum_ns: u128,
 }
 
 struct Hists {
@@ -158,6 +174,9 @@ pub struct Window {
     no_response: u64,
     abandoned: u64,
     breakdown: Breakdown,
+    /// Rising upper bounds of [`TtlbBuckets`] (empty: none counted) and the counts.
+    ttlb_bounds_ns: Vec<u64>,
+    ttlb_counts: Vec<u64>,
 }
 
 impl Window {
@@ -171,7 +190,16 @@ impl Window {
             no_response: 0,
             abandoned: 0,
             breakdown,
+            ttlb_bounds_ns: Vec::new(),
+            ttlb_counts: Vec::new(),
         }
+    }
+
+    /// Also count the answered requests into buckets with these rising upper bounds (ns).
+    pub fn with_ttlb_bounds(mut self, bounds_ns: &[u64]) -> Window {
+        self.ttlb_bounds_ns = bounds_ns.to_vec();
+        self.ttlb_counts = vec![0; bounds_ns.len() + 1];
+        self
     }
 
     /// Start the next window at `start_ns` in this one's memory (the same as a new window:
@@ -184,6 +212,7 @@ impl Window {
         self.errors = 0;
         self.no_response = 0;
         self.abandoned = 0;
+        self.ttlb_counts.fill(0);
     }
 
     pub fn start_ns(&self) -> u64 {
@@ -199,6 +228,10 @@ impl Window {
         match e {
             Event::Exchange(x) => {
                 self.all.record(x.ttfb_ns, x.ttlb_ns);
+                if !self.ttlb_bounds_ns.is_empty() {
+                    let i = self.ttlb_bounds_ns.partition_point(|&b| b < x.ttlb_ns);
+                    self.ttlb_counts[i] += 1;
+                }
                 self.errors += x.error as u64;
                 if self.breakdown.by_command {
                     self.cmds
@@ -238,6 +271,11 @@ impl Window {
         self.errors += o.errors;
         self.no_response += o.no_response;
         self.abandoned += o.abandoned;
+        if self.ttlb_counts.len() == o.ttlb_counts.len() {
+            for (a, b) in self.ttlb_counts.iter_mut().zip(&o.ttlb_counts) {
+                *a += b;
+            }
+        }
     }
 
     /// The report of this window, ending at `end_ns`.
@@ -280,6 +318,10 @@ impl Window {
                 format!("the capture lost {dropped} packets (kernel drops): percentiles are over an incomplete sample")
             }),
             capture,
+            ttlb_buckets: (!self.ttlb_bounds_ns.is_empty()).then(|| TtlbBuckets {
+                counts: self.ttlb_counts.clone(),
+                sum_ns: self.all.total_ttlb_ns,
+            }),
         }
     }
 }
@@ -346,6 +388,34 @@ mod tests {
             },
         );
         assert!(!dropped.valid && dropped.invalid_reason.is_some());
+        assert_eq!(r.ttlb_buckets, None, "no bounds asked");
+    }
+
+    #[test]
+    fn ttlb_buckets_count_each_request_at_most_its_bound() {
+        let b = Breakdown {
+            by_command: false,
+            top: 0,
+        };
+        let mut w = Window::new(0, b).with_ttlb_bounds(&[1_000, 10_000]);
+        for ttlb in [1, 1_000, 1_001, 10_000, 10_001, 5_000_000] {
+            w.event(&x(3, 1, ttlb, None));
+        }
+        w.event(&Event::NoResponse(Command::Known(0x19)));
+        let r = w.report(1_000_000_000, "interval", CaptureCounts::default());
+        let want = TtlbBuckets {
+            counts: vec![2, 2, 2],
+            sum_ns: 1 + 1_000 + 1_001 + 10_000 + 10_001 + 5_000_000,
+        };
+        assert_eq!(r.ttlb_buckets.as_ref(), Some(&want));
+        let mut total = Window::new(0, b).with_ttlb_bounds(&[1_000, 10_000]);
+        total.absorb(&w);
+        total.absorb(&w);
+        let t = total.report(1_000_000_000, "total", CaptureCounts::default());
+        assert_eq!(t.ttlb_buckets.unwrap().counts, vec![4, 4, 4]);
+        w.restart(1_000_000_000);
+        let e = w.report(2_000_000_000, "interval", CaptureCounts::default());
+        assert_eq!(e.ttlb_buckets.unwrap().counts, vec![0, 0, 0]);
     }
 
     #[test]

@@ -113,6 +113,7 @@ pub fn start(
         },
         exclude_client_ports: own.into_iter().collect(),
         keep_intervals: true,
+        ttlb_bounds_ns: Vec::new(),
     };
     let intervals: Arc<Mutex<Vec<IntervalReport>>> = Arc::default();
     let sink = intervals.clone();

@@ -9,20 +9,25 @@
 //! Threads_running is a histogram of every SQL read, and on a local server the threads in state
 //! R from /proc a histogram of every tick, so a peak of 50 ms between two 15 s scrapes still
 //! moves a bucket; the other series are per server (label `server`).
+//!
+//! The rt series (`spinscope_watch_rt_*`) exist only while an rt capture feeds watch (a trigger
+//! reads an `rt_*` series on a local server): absent, not zero, elsewhere.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::error::{Error, Result};
+use crate::rt::stats::IntervalReport;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ServerLabel {
@@ -46,6 +51,86 @@ fn running_hist() -> Histogram {
 
 fn burst_hist() -> Histogram {
     Histogram::new([0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
+}
+
+/// Upper bounds of `spinscope_watch_rt_seconds`, seconds: from 50 µs (a point select on a
+/// local server) to 10 s, 2 to 2.5x apart, so a quantile read off them is within one bucket.
+pub const RT_BUCKETS_S: [f64; 17] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
+];
+
+/// A classic Prometheus histogram filled a batch at a time from counts per bucket: the rt
+/// capture counts each request into [`RT_BUCKETS_S`] as it closes and hands over an interval's
+/// counts, where prometheus-client's `Histogram` takes one observation per call.
+#[derive(Clone, Debug)]
+pub struct BucketHistogram {
+    inner: Arc<Mutex<BucketState>>,
+}
+
+#[derive(Debug)]
+struct BucketState {
+    bounds: Vec<f64>,
+    /// One per bound and one above them all (+Inf), not cumulative.
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl BucketHistogram {
+    pub fn new(bounds: &[f64]) -> BucketHistogram {
+        BucketHistogram {
+            inner: Arc::new(Mutex::new(BucketState {
+                bounds: bounds.to_vec(),
+                counts: vec![0; bounds.len() + 1],
+                sum: 0.0,
+                count: 0,
+            })),
+        }
+    }
+
+    /// Add `counts` (one per bound and one above them, as the bounds) whose values sum to `sum`;
+    /// counts of another length are refused (false).
+    pub fn add(&self, counts: &[u64], sum: f64) -> bool {
+        let Ok(mut st) = self.inner.lock() else {
+            return false;
+        };
+        if counts.len() != st.counts.len() {
+            return false;
+        }
+        for (a, b) in st.counts.iter_mut().zip(counts) {
+            *a += b;
+        }
+        st.count += counts.iter().sum::<u64>();
+        st.sum += sum;
+        true
+    }
+}
+
+impl TypedMetric for BucketHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for BucketHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> std::fmt::Result {
+        let st = self.inner.lock().map_err(|_| std::fmt::Error)?;
+        let buckets: Vec<(f64, u64)> = st
+            .bounds
+            .iter()
+            .copied()
+            .chain(std::iter::once(f64::INFINITY))
+            .zip(st.counts.iter().copied())
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(st.sum, st.count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+fn rt_hist() -> BucketHistogram {
+    BucketHistogram::new(&RT_BUCKETS_S)
 }
 
 /// Every metric watch exports; cheap to clone (families share their storage).
@@ -72,6 +157,19 @@ pub struct Metrics {
     pub process_cpu: FGauge,
     /// `spinscope_journal_open_records`: the journal's open records for each watched server.
     pub journal_open: Family<ServerLabel, Gauge>,
+    /// The server's response times from packets: a histogram of every request's time to last
+    /// byte, not per-tick percentile gauges, because percentiles do not add up: a p99 gauge
+    /// scraped every 15 s shows one 10 ms tick in 1500 and cannot be averaged over time or
+    /// servers, while bucket counts add, so `histogram_quantile` over `rate(..._bucket[5m])`
+    /// gives the p99 of every request in the window, for one server or `sum by (le)` over a
+    /// fleet.
+    pub rt_seconds: Family<ServerLabel, BucketHistogram, fn() -> BucketHistogram>,
+    /// Requests the server answered (the histogram's count, as a plain counter for rates).
+    pub rt_requests: Family<ServerLabel, Counter>,
+    /// Answers that were ERR packets.
+    pub rt_errors: Family<ServerLabel, Counter>,
+    /// Packets the kernel dropped from the capture: the rt series miss requests meanwhile.
+    pub rt_dropped: Family<ServerLabel, Counter>,
 }
 
 impl Metrics {
@@ -97,6 +195,10 @@ impl Metrics {
             spin_design_us: Family::default(),
             process_cpu: FGauge::default(),
             journal_open: Family::default(),
+            rt_seconds: Family::new_with_constructor(rt_hist as fn() -> BucketHistogram),
+            rt_requests: Family::default(),
+            rt_errors: Family::default(),
+            rt_dropped: Family::default(),
         };
         let mut root = Registry::with_prefix("spinscope");
         root.register(
@@ -202,8 +304,50 @@ impl Metrics {
             Unit::Seconds,
             m.process_cpu.clone(),
         );
+        r.register_with_unit(
+            "rt",
+            "The server's response time from packets on its host: each request's time to last byte of the answer (local servers, while a trigger reads an rt_* series)",
+            Unit::Seconds,
+            m.rt_seconds.clone(),
+        );
+        r.register(
+            "rt_requests",
+            "Requests the server answered, from packets (rt capture)",
+            m.rt_requests.clone(),
+        );
+        r.register(
+            "rt_errors",
+            "Answers that were ERR packets, from packets (rt capture; unreadable under TLS)",
+            m.rt_errors.clone(),
+        );
+        r.register(
+            "rt_capture_dropped_packets",
+            "Packets the kernel dropped from the rt capture: the rt series miss requests meanwhile",
+            m.rt_dropped.clone(),
+        );
         (m, root)
     }
+
+    /// One closed rt interval of a server into its rt series, which the first creates.
+    pub fn record_rt(&self, label: &ServerLabel, r: &IntervalReport) {
+        if let Some(b) = &r.ttlb_buckets {
+            self.rt_seconds
+                .get_or_create(label)
+                .add(&b.counts, b.sum_ns as f64 / 1e9);
+        }
+        self.rt_requests.get_or_create(label).inc_by(r.requests);
+        self.rt_errors.get_or_create(label).inc_by(r.errors);
+        let dropped = r.capture.dropped + r.capture.if_dropped;
+        self.rt_dropped.get_or_create(label).inc_by(dropped);
+    }
+}
+
+/// [`RT_BUCKETS_S`] in nanoseconds, for the rt capture's plan.
+pub fn rt_bounds_ns() -> Vec<u64> {
+    RT_BUCKETS_S
+        .iter()
+        .map(|s| (s * 1e9).round() as u64)
+        .collect()
 }
 
 fn own_cpu_s() -> f64 {
@@ -383,5 +527,61 @@ mod tests {
             "{t}"
         );
         assert!(t.trim_end().ends_with("# EOF"), "{t}");
+        assert!(
+            !t.contains("_rt"),
+            "no rt series while rt does not run: {t}"
+        );
+    }
+
+    #[test]
+    fn rt_intervals_fill_the_histogram_and_counters() {
+        use crate::rt::stats::{Breakdown, CaptureCounts, TtlbBuckets, Window};
+        let (m, r) = Metrics::new();
+        let l = ServerLabel {
+            server: "db1".into(),
+        };
+        let b = Breakdown {
+            by_command: false,
+            top: 0,
+        };
+        let mut rep = Window::new(0, b).with_ttlb_bounds(&rt_bounds_ns()).report(
+            1_000_000_000,
+            "interval",
+            CaptureCounts::default(),
+        );
+        let mut counts = vec![0; RT_BUCKETS_S.len() + 1];
+        // 2 requests of 0.8 ms (bucket le=0.001), 1 of 30 s (above every bound).
+        counts[4] = 2;
+        counts[RT_BUCKETS_S.len()] = 1;
+        rep.ttlb_buckets = Some(TtlbBuckets {
+            counts,
+            sum_ns: 30_001_600_000,
+        });
+        rep.requests = 3;
+        rep.errors = 1;
+        rep.capture.dropped = 4;
+        m.record_rt(&l, &rep);
+        m.record_rt(&l, &rep);
+        let t = render(&m, &r);
+        for want in [
+            "# TYPE spinscope_watch_rt_seconds histogram",
+            "# UNIT spinscope_watch_rt_seconds seconds",
+            "spinscope_watch_rt_seconds_count{server=\"db1\"} 6",
+            "spinscope_watch_rt_seconds_sum{server=\"db1\"} 60.0032",
+            "spinscope_watch_rt_seconds_bucket{le=\"0.0005\",server=\"db1\"} 0",
+            "spinscope_watch_rt_seconds_bucket{le=\"0.001\",server=\"db1\"} 4",
+            "spinscope_watch_rt_seconds_bucket{le=\"10.0\",server=\"db1\"} 4",
+            "spinscope_watch_rt_seconds_bucket{le=\"+Inf\",server=\"db1\"} 6",
+            "# HELP spinscope_watch_rt_requests Requests the server answered",
+            "spinscope_watch_rt_requests_total{server=\"db1\"} 6",
+            "spinscope_watch_rt_errors_total{server=\"db1\"} 2",
+            "spinscope_watch_rt_capture_dropped_packets_total{server=\"db1\"} 8",
+        ] {
+            assert!(t.contains(want), "{want} missing:\n{t}");
+        }
+        assert!(
+            !BucketHistogram::new(&[1.0]).add(&[1], 1.0),
+            "counts of another length"
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! The rt series of `watch` (`rt_p50_ms`, `rt_p95_ms`, `rt_p99_ms`): an `rt::Background`
 //! capture on a local server's TCP port with one interval per sample tick, its intervals kept
 //! for two seconds so each sample reads the tick that ended by its time. The watch sampler's
-//! own session is left out by its client port.
+//! own session is left out by its client port. Each interval also goes into the server's rt
+//! metrics ([`super::metrics::Metrics::record_rt`]) as it closes.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use crate::rt::capture::Source;
 use crate::rt::stats::{Breakdown, IntervalReport};
 use crate::rt::{Background, RtPlan, MIN_INTERVAL_NS};
+
+use super::metrics::{rt_bounds_ns, Metrics, ServerLabel};
 
 /// One closed interval, times in ms.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,8 +62,15 @@ pub struct RtFeed {
 
 impl RtFeed {
     /// Capture the server's `port` on its host, one interval per `1/hz` (at least 10 ms),
-    /// leaving out `own_port` (the sampler's TCP session).
-    pub fn start(port: u16, hz: f64, own_port: Option<u16>) -> crate::Result<RtFeed> {
+    /// leaving out `own_port` (the sampler's TCP session); every interval also into the rt
+    /// metrics of `server`.
+    pub fn start(
+        port: u16,
+        hz: f64,
+        own_port: Option<u16>,
+        metrics: Metrics,
+        server: ServerLabel,
+    ) -> crate::Result<RtFeed> {
         let interval_ns = ((1e9 / hz.max(0.001)) as u64).max(MIN_INTERVAL_NS);
         let keep = (2e9 / interval_ns as f64).ceil() as usize + 2;
         let plan = RtPlan {
@@ -78,12 +88,14 @@ impl RtFeed {
             },
             exclude_client_ports: own_port.into_iter().collect(),
             keep_intervals: false,
+            ttlb_bounds_ns: rt_bounds_ns(),
         };
         let ticks: Arc<Mutex<VecDeque<Tick>>> = Arc::default();
         let sink = ticks.clone();
         let bg = Background::start(
             plan,
             Box::new(move |r: &IntervalReport| {
+                metrics.record_rt(&server, r);
                 if let Ok(mut v) = sink.lock() {
                     if v.len() >= keep {
                         v.pop_front();

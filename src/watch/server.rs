@@ -308,155 +308,254 @@ fn finish(
     cut: Option<String>,
     cpu_ns_per_sample: f64,
 ) {
-    let plan = sh.plan.clone();
-    let from = p.fired.t_ms - plan.history_s * 1e3;
-    let samples = ring.between(from, p.until_ms);
-    let (name, target, cores) = (w.name.clone(), w.target.clone(), info.cores);
-    let info_proc = info.proc.clone();
-    let fired_unix = sh.unix_ms(p.fired.t_ms);
-    let metrics = sh.metrics.clone();
-    let shared = Arc::clone(sh);
+    let from = p.fired.t_ms - sh.plan.history_s * 1e3;
+    let Pending {
+        fired,
+        until_ms,
+        dir,
+        start,
+    } = p;
+    let job = CaptureJob {
+        sh: Arc::clone(sh),
+        name: w.name.clone(),
+        target: w.target.clone(),
+        cores: info.cores,
+        proc: info.proc.clone(),
+        fired_unix: sh.unix_ms(fired.t_ms),
+        samples: ring.between(from, until_ms),
+        cpu_ns_per_sample,
+        fired,
+        dir,
+    };
     let writer = std::thread::spawn(move || {
-        // A file the capture cannot be read without, not written (a full disk): the capture
-        // failed, is removed, and is not counted.
-        let mut failed: Option<String> = None;
-        let mut notes: Vec<String> = cut.into_iter().collect();
-        let mut files = vec!["capture.json".to_string()];
-        let start = p.start.join();
-        let second = innodb_status(&target);
-        let cpu_ns = (cpu_ns_per_sample * samples.len() as f64) as u64;
-        let proc = info_proc.as_ref().map(|(p, s, h)| (*p, s.as_str(), *h));
-        let record = to_burst_record(&samples, plan.hz, cpu_ns, proc);
+        let out = Outcome {
+            failed: None,
+            notes: cut.into_iter().collect(),
+            files: vec!["capture.json".to_string()],
+        };
+        let start = start.join();
+        let second = innodb_status(&job.target);
+        job.write(start, second, out);
+    });
+    if let Ok(mut v) = sh.writers.lock() {
+        v.push(writer);
+    }
+}
+
+/// A capture's writer: what it writes, owned by its thread.
+struct CaptureJob {
+    sh: Arc<Shared>,
+    name: String,
+    target: Target,
+    cores: f64,
+    /// The connection's /proc series ([`Info::proc`]).
+    proc: Option<(u32, String, f64)>,
+    fired: Fired,
+    fired_unix: f64,
+    dir: PathBuf,
+    /// From `--history` before the trigger to the end of the after window (or the cut).
+    samples: Vec<Sample>,
+    cpu_ns_per_sample: f64,
+}
+
+/// A capture's files so far, its notes, and the first failure that voids it: a file the
+/// capture cannot be read without, not written (a full disk).
+struct Outcome {
+    files: Vec<String>,
+    notes: Vec<String>,
+    failed: Option<String>,
+}
+
+impl CaptureJob {
+    /// Write what was taken at the trigger and after it, then capture.json; count the capture,
+    /// or remove it when it failed (not counted).
+    fn write(
+        &self,
+        start: std::thread::Result<Start>,
+        second: Result<String, String>,
+        mut out: Outcome,
+    ) {
+        let plan = &self.sh.plan;
+        let cpu_ns = (self.cpu_ns_per_sample * self.samples.len() as f64) as u64;
+        let proc = self.proc.as_ref().map(|(p, s, h)| (*p, s.as_str(), *h));
+        let record = to_burst_record(&self.samples, plan.hz, cpu_ns, proc);
         match start {
-            Ok(s) => {
-                match s.snapshot {
-                    Ok(mut snap) => {
-                        snap.burst = Some(record);
-                        snap.notes.push(format!(
-                            "captured by spinscope watch: trigger '{}' fired at {}; the burst record holds the {} s before it and up to {} s after",
-                            p.fired.trigger,
-                            utc(fired_unix),
-                            plan.history_s,
-                            plan.after_s
-                        ));
-                        if let Some(h) = &snap.host {
-                            let _ = crate::files::save_json(h, &p.dir.join("host-facts.json"));
-                            files.push("host-facts.json".into());
-                        }
-                        match snap.save(&p.dir.join("doctor-snapshot.json")) {
-                            Ok(()) => files.push("doctor-snapshot.json".into()),
-                            Err(e) => {
-                                failed.get_or_insert(format!("doctor-snapshot.json: {e}"));
-                            }
-                        }
-                    }
-                    Err(e) => notes.push(format!("doctor snapshot not taken: {e}")),
-                }
-                match s.processlist {
-                    Ok(t) => {
-                        let f = p.dir.join("processlist.tsv");
-                        match crate::files::write_atomic(&f, t.as_bytes(), "--out", true) {
-                            Ok(()) => files.push("processlist.tsv".into()),
-                            Err(e) => notes.push(format!("processlist.tsv not written: {e}")),
-                        }
-                    }
-                    Err(e) => notes.push(format!("processlist not read: {e}")),
-                }
-                match s.perf {
-                    Some(Ok(_)) => files.push("perf-script.txt".into()),
-                    Some(Err(e)) => notes.push(format!("perf recording: {e}")),
-                    None => {}
+            Ok(s) => self.save_start(s, record, &mut out),
+            Err(_) => out.notes.push("the snapshot thread failed".into()),
+        }
+        self.save_second_status(second, &mut out);
+        let peaks = capture::peaks(&self.samples);
+        let before = self
+            .samples
+            .iter()
+            .filter(|s| s.t_ms < self.fired.t_ms)
+            .count();
+        let Outcome {
+            files,
+            notes,
+            mut failed,
+        } = out;
+        let doc = self.doc(peaks.clone(), before, files, notes);
+        if failed.is_none() {
+            if let Err(e) = crate::files::save_json(&doc, &self.dir.join("capture.json")) {
+                failed = Some(format!("capture.json: {e}"));
+            }
+        }
+        match failed {
+            Some(why) => self.discard(&why),
+            None => self.complete(&doc, &peaks, before),
+        }
+    }
+
+    /// The doctor snapshot (with the burst record), processlist and perf recording taken at
+    /// the trigger.
+    fn save_start(&self, s: Start, record: BurstRecord, out: &mut Outcome) {
+        match s.snapshot {
+            Ok(snap) => self.save_snapshot(snap, record, out),
+            Err(e) => out.notes.push(format!("doctor snapshot not taken: {e}")),
+        }
+        match s.processlist {
+            Ok(t) => {
+                let f = self.dir.join("processlist.tsv");
+                match crate::files::write_atomic(&f, t.as_bytes(), "--out", true) {
+                    Ok(()) => out.files.push("processlist.tsv".into()),
+                    Err(e) => out.notes.push(format!("processlist.tsv not written: {e}")),
                 }
             }
-            Err(_) => notes.push("the snapshot thread failed".into()),
+            Err(e) => out.notes.push(format!("processlist not read: {e}")),
         }
+        match s.perf {
+            Some(Ok(_)) => out.files.push("perf-script.txt".into()),
+            Some(Err(e)) => out.notes.push(format!("perf recording: {e}")),
+            None => {}
+        }
+    }
+
+    /// doctor-snapshot.json with the burst record, and host-facts.json.
+    fn save_snapshot(&self, mut snap: Snapshot, record: BurstRecord, out: &mut Outcome) {
+        let plan = &self.sh.plan;
+        snap.burst = Some(record);
+        snap.notes.push(format!(
+            "captured by spinscope watch: trigger '{}' fired at {}; the burst record holds the {} s before it and up to {} s after",
+            self.fired.trigger,
+            utc(self.fired_unix),
+            plan.history_s,
+            plan.after_s
+        ));
+        if let Some(h) = &snap.host {
+            let _ = crate::files::save_json(h, &self.dir.join("host-facts.json"));
+            out.files.push("host-facts.json".into());
+        }
+        match snap.save(&self.dir.join("doctor-snapshot.json")) {
+            Ok(()) => out.files.push("doctor-snapshot.json".into()),
+            Err(e) => {
+                out.failed
+                    .get_or_insert(format!("doctor-snapshot.json: {e}"));
+            }
+        }
+    }
+
+    /// innodb-status-after.txt: the INNODB STATUS read at the end of the after window.
+    fn save_second_status(&self, second: Result<String, String>, out: &mut Outcome) {
         match second {
             Ok(t)
                 if crate::files::write_atomic(
-                    &p.dir.join("innodb-status-after.txt"),
+                    &self.dir.join("innodb-status-after.txt"),
                     t.as_bytes(),
                     "--out",
                     true,
                 )
                 .is_ok() =>
             {
-                files.push("innodb-status-after.txt".into())
+                out.files.push("innodb-status-after.txt".into())
             }
-            Ok(_) => notes.push("innodb-status-after.txt not written".into()),
-            Err(e) => notes.push(format!("second INNODB STATUS not read: {e}")),
+            Ok(_) => out.notes.push("innodb-status-after.txt not written".into()),
+            Err(e) => out
+                .notes
+                .push(format!("second INNODB STATUS not read: {e}")),
         }
-        let peaks = capture::peaks(&samples);
-        let before = samples.iter().filter(|s| s.t_ms < p.fired.t_ms).count();
-        let doc = CaptureDoc {
+    }
+
+    /// capture.json's document.
+    fn doc(
+        &self,
+        peaks: capture::Peaks,
+        before: usize,
+        files: Vec<String>,
+        notes: Vec<String>,
+    ) -> CaptureDoc {
+        let plan = &self.sh.plan;
+        let proc = self.proc.as_ref();
+        CaptureDoc {
             schema: CAPTURE_SCHEMA.into(),
-            server: name.clone(),
-            target: target.describe(),
-            fired_at: utc(fired_unix),
-            fired_at_unix_ms: fired_unix.round(),
-            cores,
+            server: self.name.clone(),
+            target: self.target.describe(),
+            fired_at: utc(self.fired_unix),
+            fired_at_unix_ms: self.fired_unix.round(),
+            cores: self.cores,
             hz: plan.hz,
-            sql_hz: info_proc.as_ref().map(|p| p.2).filter(|h| *h < plan.hz),
-            series: capture::series_sources(
-                plan.hz,
-                info_proc.as_ref().map(|p| p.2),
-                info_proc.as_ref().map(|p| p.1.as_str()),
-            ),
+            sql_hz: proc.map(|p| p.2).filter(|h| *h < plan.hz),
+            series: capture::series_sources(plan.hz, proc.map(|p| p.2), proc.map(|p| p.1.as_str())),
             history_s: plan.history_s,
             after_s: plan.after_s,
-            peaks: peaks.clone(),
+            peaks,
             samples_before: before,
-            samples_after: samples.len() - before,
-            samples: capture::points(&samples, p.fired.t_ms),
+            samples_after: self.samples.len() - before,
+            samples: capture::points(&self.samples, self.fired.t_ms),
             files,
             notes,
-            trigger: p.fired.clone(),
-        };
-        if failed.is_none() {
-            if let Err(e) = crate::files::save_json(&doc, &p.dir.join("capture.json")) {
-                failed = Some(format!("capture.json: {e}"));
+            trigger: self.fired.clone(),
+        }
+    }
+
+    /// A failed capture: uncounted, removed (or left marked incomplete for retention), said in
+    /// the log and in watch.log.
+    fn discard(&self, why: &str) {
+        let (sh, name, dir) = (&self.sh, &self.name, &self.dir);
+        sh.captures.fetch_sub(1, Ordering::SeqCst);
+        sh.failed.fetch_add(1, Ordering::SeqCst);
+        let removed = std::fs::remove_dir_all(dir).is_ok();
+        log(&format!(
+            "{name}: capture FAILED, not counted: {why}; {}",
+            if removed {
+                format!("{} removed", dir.display())
+            } else {
+                format!(
+                    "{} left marked incomplete (retention removes it)",
+                    dir.display()
+                )
             }
-        }
-        if let Some(why) = failed {
-            shared.captures.fetch_sub(1, Ordering::SeqCst);
-            shared.failed.fetch_add(1, Ordering::SeqCst);
-            let removed = std::fs::remove_dir_all(&p.dir).is_ok();
-            log(&format!(
-                "{name}: capture FAILED, not counted: {why}; {}",
-                if removed {
-                    format!("{} removed", p.dir.display())
-                } else {
-                    format!(
-                        "{} left marked incomplete (retention removes it)",
-                        p.dir.display()
-                    )
-                }
-            ));
-            let _ = capture::append_log(
-                &plan.out_dir,
-                &LogLine {
-                    time: utc(fired_unix),
-                    server: name.clone(),
-                    trigger: p.fired.trigger.clone(),
-                    dir: None,
-                    peaks: None,
-                    skipped: Some(format!("capture failed: {why}")),
-                },
-            );
-            return;
-        }
-        capture::mark_complete(&p.dir);
-        metrics
+        ));
+        let _ = capture::append_log(
+            &sh.plan.out_dir,
+            &LogLine {
+                time: utc(self.fired_unix),
+                server: name.clone(),
+                trigger: self.fired.trigger.clone(),
+                dir: None,
+                peaks: None,
+                skipped: Some(format!("capture failed: {why}")),
+            },
+        );
+    }
+
+    /// A written capture: marked complete, counted, logged in watch.log, retention applied.
+    fn complete(&self, doc: &CaptureDoc, peaks: &capture::Peaks, before: usize) {
+        let (sh, name, dir) = (&self.sh, &self.name, &self.dir);
+        let plan = &sh.plan;
+        capture::mark_complete(dir);
+        sh.metrics
             .captures
             .get_or_create(&CaptureLabel {
                 server: name.clone(),
-                trigger: p.fired.trigger.clone(),
+                trigger: self.fired.trigger.clone(),
             })
             .inc();
         let line = LogLine {
-            time: utc(fired_unix),
+            time: utc(self.fired_unix),
             server: name.clone(),
-            trigger: p.fired.trigger.clone(),
-            dir: Some(p.dir.display().to_string()),
+            trigger: self.fired.trigger.clone(),
+            dir: Some(dir.display().to_string()),
             peaks: Some(peaks.clone()),
             skipped: None,
         };
@@ -468,14 +567,11 @@ fn finish(
         }
         log(&format!(
             "{name}: capture written: {} ({} samples before the trigger, {} after; peak threads_running {})",
-            p.dir.display(),
+            dir.display(),
             before,
             doc.samples_after,
             peaks.threads_running
         ));
-    });
-    if let Ok(mut v) = sh.writers.lock() {
-        v.push(writer);
     }
 }
 
@@ -599,10 +695,10 @@ fn ticks(rec: &BurstRecord) -> Vec<(f64, Option<ProcPoint>, Option<BurstPoint>)>
 
 /// The rt capture for the rt_* series (local server, capture permitted), or None, said once.
 fn rt_feed(
+    sh: &Shared,
     w: &Watched,
     inf: &Info,
     conn: &mut mysql::Conn,
-    hz: f64,
     said: &mut bool,
 ) -> Option<super::rt_feed::RtFeed> {
     let why = if !w.target.is_local() {
@@ -623,7 +719,11 @@ fn rt_feed(
                 } else {
                     None
                 };
-                match super::rt_feed::RtFeed::start(port, hz, own) {
+                let label = ServerLabel {
+                    server: w.name.clone(),
+                };
+                let (hz, m) = (sh.plan.hz, sh.metrics.clone());
+                match super::rt_feed::RtFeed::start(port, hz, own, m, label) {
                     Ok(f) => {
                         if !*said {
                             log(&format!(
@@ -823,10 +923,9 @@ impl<'a> Watch<'a> {
         self.say_proc(&sampler, sql_target);
         let inf = self.info.clone()?;
         self.reconnected(&inf);
-        let hz = self.sh.plan.hz;
         let rt = self
             .wants_rt
-            .then(|| rt_feed(&self.w, &inf, &mut conn, hz, &mut self.rt_said))
+            .then(|| rt_feed(self.sh, &self.w, &inf, &mut conn, &mut self.rt_said))
             .flatten();
         Some(Session {
             rt,
