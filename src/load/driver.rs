@@ -342,16 +342,7 @@ pub fn run_step(
         Opened::Threads(conns) => stmt_limits(&mut conns[0]),
         Opened::Events(..) => stmt_limits(&mut connect()?),
     };
-    let client_used = match &mut opened {
-        Opened::Threads(conns) => super::ClientUsed {
-            kind: super::ClientKind::Threads,
-            tls: super::session_tls(&mut conns[0]),
-        },
-        Opened::Events(conns, ..) => super::ClientUsed {
-            kind: super::ClientKind::Events,
-            tls: conns[0].tls(),
-        },
-    };
+    let client_used = opened.client_used();
     let cap = stmt_capacity(needed, cfg.threads, max_count, in_use);
     let (n_windows, window) = windows_of(cfg.duration);
     let shared = Shared {
@@ -360,10 +351,7 @@ pub fn run_step(
             .collect(),
         done: AtomicBool::new(false),
     };
-    let runners = match &opened {
-        Opened::Threads(c) => c.len(),
-        Opened::Events(_, _, workers) => *workers,
-    };
+    let runners = opened.runners();
     let ready = Barrier::new(runners + 1);
     let go = Barrier::new(runners + 1);
     let start_cell: OnceLock<Instant> = OnceLock::new();
@@ -380,123 +368,31 @@ pub fn run_step(
         n_windows,
         window,
     };
-    let mut interrupted = false;
-    let mut measured_s = 0.0;
-    let mut setup_s = 0.0;
-    let results: Vec<ClientResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = match opened {
-            Opened::Threads(conns) => conns
-                .into_iter()
-                .enumerate()
-                .map(|(i, conn)| {
-                    let ctx = &ctx;
-                    s.spawn(move || vec![client(i as u32, ctx, conn)])
-                })
-                .collect(),
-            Opened::Events(conns, wc, workers) => {
-                // Client i goes to worker i % workers.
-                let mut shares: Vec<Vec<(u32, WireConn)>> =
-                    (0..workers).map(|_| Vec::new()).collect();
-                for (i, c) in conns.into_iter().enumerate() {
-                    shares[i % workers].push((i as u32, c));
-                }
-                shares
-                    .into_iter()
-                    .map(|share| {
-                        let (ctx, wc) = (&ctx, wc.clone());
-                        s.spawn(move || events::worker(ctx, &wc, share))
-                    })
-                    .collect()
-            }
-        };
-        // Every client connected and prepared: now the clock starts.
-        ready.wait();
-        let t0 = Instant::now();
-        setup_s = t0.duration_since(setup_start).as_secs_f64();
-        let _ = start_cell.set(t0);
-        go.wait();
-        let measure_from = t0 + cfg.warmup;
-        let end = measure_from + cfg.duration;
-        let mut next_report: Option<Instant> = cfg.report_interval.map(|d| t0 + d);
-        let mut last_report = (t0, 0u64);
-        loop {
-            let now = Instant::now();
-            if stopped(stop) {
-                interrupted = true;
-                break;
-            }
-            if now >= end {
-                break;
-            }
-            if next_report.is_some_and(|t| now >= t) {
-                let all = shared.sum(|c| &c.all_txns);
-                let dt = now.duration_since(last_report.0).as_secs_f64();
-                let phase = if now < measure_from {
-                    "warm-up"
-                } else {
-                    "measure"
-                };
-                eprintln!(
-                    "spinscope: [{:>5.1}s] {} {phase}: {:.0} tps, errors {}",
-                    now.duration_since(t0).as_secs_f64(),
-                    cfg.label,
-                    (all - last_report.1) as f64 / dt.max(1e-9),
-                    shared.sum(|c| &c.errors)
-                );
-                last_report = (now, all);
-                next_report = cfg.report_interval.map(|d| now + d);
-            }
-            let wake = [Some(end), next_report]
-                .into_iter()
-                .flatten()
-                .filter(|t| *t > now)
-                .min()
-                .unwrap_or(end);
-            std::thread::sleep((wake - now).min(Duration::from_millis(50)));
-        }
-        let stop_at = Instant::now().min(end);
-        measured_s = stop_at
-            .saturating_duration_since(measure_from)
-            .as_secs_f64();
-        shared.done.store(true, Ordering::Relaxed);
-        handles
+    let (held, results) = std::thread::scope(|s| {
+        let handles = spawn_runners(s, opened, &ctx);
+        let held = hold_step(&ctx, setup_start);
+        let results: Vec<ClientResult> = handles
             .into_iter()
             .filter_map(|h| h.join().ok())
             .flatten()
-            .collect()
+            .collect();
+        (held, results)
     });
-    // Only windows the step covered completely (all of them unless interrupted).
-    let full = if interrupted {
-        ((measured_s / window.as_secs_f64()) + 1e-9).floor() as usize
-    } else {
-        n_windows
-    }
-    .min(n_windows);
-    let mut counts = vec![0u64; n_windows];
-    for r in &results {
-        for (c, v) in counts.iter_mut().zip(&r.windows) {
-            *c += v;
-        }
-    }
-    let windows_tps = counts[..full]
-        .iter()
-        .map(|&c| c as f64 / window.as_secs_f64())
-        .collect();
     let mut out = StepOutcome {
         hist: new_histogram(),
         txns: 0,
         queries: 0,
-        elapsed_s: measured_s,
+        elapsed_s: held.measured_s,
         errors: BTreeMap::new(),
         retries: BTreeMap::new(),
         reconnects: 0,
-        windows_tps,
+        windows_tps: full_windows_tps(&results, &held, n_windows, window),
         window_s: window.as_secs_f64(),
         stmt_capacity: cap,
         stmts_needed: needed,
         late_prepares: 0,
-        setup_s,
-        interrupted,
+        setup_s: held.setup_s,
+        interrupted: held.interrupted,
         schedule_lag_s: 0.0,
         first_error: None,
         executes: 0,
@@ -504,25 +400,189 @@ pub fn run_step(
         client: client_used,
     };
     for r in results {
-        out.late_prepares += r.late_prepares;
-        out.executes += r.executes;
-        out.executes_unanswered += r.executes_unanswered;
-        let _ = out.hist.add(&r.hist);
-        out.txns += r.txns;
-        out.queries += r.queries;
-        out.reconnects += r.reconnects;
-        out.schedule_lag_s = out.schedule_lag_s.max(r.lag_s);
-        for (k, v) in r.errors {
-            *out.errors.entry(k).or_default() += v;
-        }
-        for (k, v) in r.retries {
-            *out.retries.entry(k).or_default() += v;
-        }
-        if out.first_error.is_none() {
-            out.first_error = r.first_error;
-        }
+        out.add(r);
     }
     Ok(out)
+}
+
+impl Opened {
+    /// Threads that run the clients.
+    fn runners(&self) -> usize {
+        match self {
+            Opened::Threads(c) => c.len(),
+            Opened::Events(_, _, workers) => *workers,
+        }
+    }
+
+    /// The client kind, and whether its first connection speaks TLS.
+    fn client_used(&mut self) -> super::ClientUsed {
+        match self {
+            Opened::Threads(conns) => super::ClientUsed {
+                kind: super::ClientKind::Threads,
+                tls: super::session_tls(&mut conns[0]),
+            },
+            Opened::Events(conns, ..) => super::ClientUsed {
+                kind: super::ClientKind::Events,
+                tls: conns[0].tls(),
+            },
+        }
+    }
+}
+
+/// Start the runners in `s`: a thread per connection, or the event workers with client i on
+/// worker i % workers. Each hands back the results of its clients.
+fn spawn_runners<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    opened: Opened,
+    ctx: &'scope Ctx<'_>,
+) -> Vec<std::thread::ScopedJoinHandle<'scope, Vec<ClientResult>>> {
+    match opened {
+        Opened::Threads(conns) => conns
+            .into_iter()
+            .enumerate()
+            .map(|(i, conn)| s.spawn(move || vec![client(i as u32, ctx, conn)]))
+            .collect(),
+        Opened::Events(conns, wc, workers) => {
+            // Client i goes to worker i % workers.
+            let mut shares: Vec<Vec<(u32, WireConn)>> = (0..workers).map(|_| Vec::new()).collect();
+            for (i, c) in conns.into_iter().enumerate() {
+                shares[i % workers].push((i as u32, c));
+            }
+            shares
+                .into_iter()
+                .map(|share| {
+                    let wc = wc.clone();
+                    s.spawn(move || events::worker(ctx, &wc, share))
+                })
+                .collect()
+        }
+    }
+}
+
+/// What the step clock saw.
+struct Held {
+    /// Seconds from the first connection to the step clock's start.
+    setup_s: f64,
+    /// Seconds of the measured window that ran.
+    measured_s: f64,
+    interrupted: bool,
+}
+
+/// The calling thread's part of a step: start the clock once every client is connected and
+/// prepared, print progress lines until the end (or a stop), then tell the clients it is over.
+fn hold_step(x: &Ctx<'_>, setup_start: Instant) -> Held {
+    let cfg = x.cfg;
+    // Every client connected and prepared: now the clock starts.
+    x.ready.wait();
+    let t0 = Instant::now();
+    let setup_s = t0.duration_since(setup_start).as_secs_f64();
+    let _ = x.start_cell.set(t0);
+    x.go.wait();
+    let measure_from = t0 + cfg.warmup;
+    let end = measure_from + cfg.duration;
+    let interrupted = watch_clock(x, t0, end);
+    let stop_at = Instant::now().min(end);
+    let measured_s = stop_at
+        .saturating_duration_since(measure_from)
+        .as_secs_f64();
+    x.shared.done.store(true, Ordering::Relaxed);
+    Held {
+        setup_s,
+        measured_s,
+        interrupted,
+    }
+}
+
+/// Wait for `end` from the clock's start `t0`, printing a progress line every
+/// `report_interval`; true when stopped before the end.
+fn watch_clock(x: &Ctx<'_>, t0: Instant, end: Instant) -> bool {
+    let cfg = x.cfg;
+    let measure_from = t0 + cfg.warmup;
+    let mut next_report: Option<Instant> = cfg.report_interval.map(|d| t0 + d);
+    let mut last_report = (t0, 0u64);
+    loop {
+        let now = Instant::now();
+        if stopped(x.stop) {
+            return true;
+        }
+        if now >= end {
+            return false;
+        }
+        if next_report.is_some_and(|t| now >= t) {
+            let all = x.shared.sum(|c| &c.all_txns);
+            let dt = now.duration_since(last_report.0).as_secs_f64();
+            let phase = if now < measure_from {
+                "warm-up"
+            } else {
+                "measure"
+            };
+            eprintln!(
+                "spinscope: [{:>5.1}s] {} {phase}: {:.0} tps, errors {}",
+                now.duration_since(t0).as_secs_f64(),
+                cfg.label,
+                (all - last_report.1) as f64 / dt.max(1e-9),
+                x.shared.sum(|c| &c.errors)
+            );
+            last_report = (now, all);
+            next_report = cfg.report_interval.map(|d| now + d);
+        }
+        let wake = [Some(end), next_report]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
+            .unwrap_or(end);
+        std::thread::sleep((wake - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Throughput of each window the step covered completely (all of them unless interrupted),
+/// summed over the clients.
+fn full_windows_tps(
+    results: &[ClientResult],
+    held: &Held,
+    n_windows: usize,
+    window: Duration,
+) -> Vec<f64> {
+    let full = if held.interrupted {
+        ((held.measured_s / window.as_secs_f64()) + 1e-9).floor() as usize
+    } else {
+        n_windows
+    }
+    .min(n_windows);
+    let mut counts = vec![0u64; n_windows];
+    for r in results {
+        for (c, v) in counts.iter_mut().zip(&r.windows) {
+            *c += v;
+        }
+    }
+    counts[..full]
+        .iter()
+        .map(|&c| c as f64 / window.as_secs_f64())
+        .collect()
+}
+
+impl StepOutcome {
+    /// Add one client's result.
+    fn add(&mut self, r: ClientResult) {
+        self.late_prepares += r.late_prepares;
+        self.executes += r.executes;
+        self.executes_unanswered += r.executes_unanswered;
+        let _ = self.hist.add(&r.hist);
+        self.txns += r.txns;
+        self.queries += r.queries;
+        self.reconnects += r.reconnects;
+        self.schedule_lag_s = self.schedule_lag_s.max(r.lag_s);
+        for (k, v) in r.errors {
+            *self.errors.entry(k).or_default() += v;
+        }
+        for (k, v) in r.retries {
+            *self.retries.entry(k).or_default() += v;
+        }
+        if self.first_error.is_none() {
+            self.first_error = r.first_error;
+        }
+    }
 }
 
 /// The sweep's watch on the server around each step: its `Uptime` (to notice a restart) and

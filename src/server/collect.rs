@@ -47,12 +47,14 @@ fn refusal(e: &mysql::Error, what: &str, privilege: &str) -> Option<Refusal> {
     }
 }
 
-struct Ctx<'a> {
-    refused: &'a mut Vec<Refusal>,
-    notes: &'a mut Vec<String>,
+/// What went wrong so far: refused queries and other collection problems.
+#[derive(Default)]
+struct Ctx {
+    refused: Vec<Refusal>,
+    notes: Vec<String>,
 }
 
-impl Ctx<'_> {
+impl Ctx {
     fn query<T: mysql::prelude::FromRow>(
         &mut self,
         conn: &mut mysql::Conn,
@@ -753,213 +755,48 @@ pub fn collect_metered(
     stop: &AtomicBool,
     shown: &mut dyn Meter,
 ) -> Result<Snapshot> {
-    let mut conn = connect_target(t)?;
-    let (version, version_comment): (String, Option<String>) = conn
-        .query_first("SELECT VERSION(), @@version_comment")
-        .map_err(|e| super::conn::explain(t, &e))?
-        .unwrap_or_default();
-    let mut refused = Vec::new();
-    let mut notes = Vec::new();
-    let mut ctx = Ctx {
-        refused: &mut refused,
-        notes: &mut notes,
-    };
+    let (mut live, version, version_comment) = Live::open(t, o)?;
     let variables = pairs(
-        ctx.query(
-            &mut conn,
+        live.query(
             "SHOW GLOBAL VARIABLES",
             "global variables",
             "none (any user)",
         )
         .unwrap_or_default(),
     );
-    let innodb_status = ctx
-        .query::<(String, String, String)>(
-            &mut conn,
-            "SHOW ENGINE INNODB STATUS",
-            "SHOW ENGINE INNODB STATUS",
-            "PROCESS",
-        )
-        .and_then(|r| r.into_iter().next())
-        // Its TRANSACTIONS section quotes other sessions' statements: no passwords kept.
-        .map(|(_, _, s)| super::redact::redact_secrets(&s).into_owned());
-
+    let innodb_status = live.innodb_status();
     let local = t.is_local();
     let mut host = if local {
-        // A probe file given with --host-facts replaces the live measurement.
-        let mut h = if o
-            .host_facts
-            .as_ref()
-            .is_some_and(|f| f.ns_per_hint.is_some())
-        {
-            super::host::local_static()
-        } else {
-            super::host::local_with_probe()
-        };
-        if let Some(pf) = variables.get("pid_file") {
-            if let Some((pid, comm)) = super::host::server_pid(pf) {
-                h.server_pid = Some(pid);
-                h.server_comm = Some(comm);
-            }
-        }
-        if let Some(f) = &o.host_facts {
-            h.ns_per_hint = f.ns_per_hint;
-            h.tsc_ticks_per_hint = f.tsc_ticks_per_hint;
-        }
-        Some(h)
+        Some(local_host(o, &variables))
     } else {
         o.host_facts.clone()
     };
-
-    let pfs_on = variables
-        .get("performance_schema")
-        .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
-    let mut pfs = None;
-    let mut guard: Option<InstrumentGuard> = None;
-    if pfs_on {
-        let state: Vec<(String, String)> = ctx
-            .query(
-                &mut conn,
-                "SELECT ENABLED, TIMED FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
-                "performance_schema.setup_instruments",
-                "SELECT on performance_schema.*",
-            )
-            .unwrap_or_default();
-        let total = state.len() as u64;
-        let enabled = state
-            .iter()
-            .filter(|(e, t)| e == "YES" && t == "YES")
-            .count() as u64;
-        let mut note = None;
-        if o.enable_instruments && o.window_s > 0.0 {
-            match connect_target(t).and_then(|c| InstrumentGuard::enable(c, t)) {
-                Err(e @ crate::Error::BadInput(_)) => return Err(e),
-                Ok(g) => {
-                    note = Some(format!(
-                        "--enable-instruments changed {} instrument/consumer setting(s) for the window",
-                        g.changed()
-                    ));
-                    guard = Some(g);
-                }
-                Err(e) => {
-                    ctx.refused.push(Refusal {
-                        what: "enabling performance_schema instruments".into(),
-                        privilege: "UPDATE on performance_schema.*".into(),
-                        message: e.to_string(),
-                    });
-                }
-            }
-        }
-        pfs = Some(PfsRecord {
-            enabled: true,
-            synch_instruments_enabled: enabled,
-            synch_instruments_total: total,
-            enabled_by_us: guard.as_ref().is_some_and(|g| g.changed() > 0),
-            restored: true,
-            before: Vec::new(),
-            after: Vec::new(),
-            window_s: 0.0,
-            note,
-        });
-    } else if variables.contains_key("performance_schema") {
-        // performance_schema can only be turned on at server start: say so instead of nothing.
-        let note = (o.enable_instruments && o.window_s > 0.0).then(|| {
-            let n = "--enable-instruments did nothing: performance_schema is OFF on this server \
-                     and can only be turned on at start; add performance_schema=ON under [mysqld] \
-                     and restart the server, then rerun";
-            eprintln!("spinscope: {n}");
-            n.to_string()
-        });
-        pfs = Some(PfsRecord {
-            enabled: false,
-            synch_instruments_enabled: 0,
-            synch_instruments_total: 0,
-            enabled_by_us: false,
-            restored: true,
-            before: Vec::new(),
-            after: Vec::new(),
-            window_s: 0.0,
-            note,
-        });
-    }
-
-    let status_before = pairs(
-        ctx.query(&mut conn, STATUS_SQL, "global status", "none (any user)")
-            .unwrap_or_default(),
-    );
+    let (mut pfs, mut guard) = live.pfs_before(&variables)?;
+    let status_before = live.status();
     let pid = host.as_ref().and_then(|h| h.server_pid);
     if local {
-        let (cpu, ctxt) = super::host::counters(pid);
-        if let Some(h) = host.as_mut() {
-            h.cpu_before = cpu;
-            h.server_ctxt_before = ctxt;
-            h.server_cpu_before = super::host::process_cpu(pid);
-            h.clock_ticks_per_s = super::host::clock_ticks_per_s();
-        }
+        counters_before(host.as_mut(), pid);
     }
     let t0 = Instant::now();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
-        p.before = read_waits(&mut ctx, &mut conn);
+        p.before = read_waits(&mut live.ctx, &mut live.conn);
     }
-    let plan = match pid.filter(|_| local) {
-        Some(p) => BurstPlan {
-            hz: o.hz,
-            sql_hz: o.sql_hz.unwrap_or(SQL_HZ_BESIDE_PROC).min(o.hz),
-            proc_pid: Some(p),
-            proc_gate: super::proc_threads::DEFAULT_GATE,
-        },
-        None => BurstPlan::sql_only(o.hz),
-    };
-    let mut rt = (o.rt && o.window_s > 0.0)
-        .then(|| super::rt_window::start(t, &variables, &mut conn, o.window_s));
-    if o.window_s > 0.0 {
-        shown.period("doctor", "sampling", o.window_s);
-    }
-    if let Some(r) = rt.as_mut() {
-        r.window_starts();
-    }
-    let burst = (o.window_s > 0.0)
-        .then(|| burst_sample_plan(&mut conn, &plan, o.window_s, stop, ctx.notes));
-    let rt = rt.map(super::rt_window::RtWindow::finish);
-    shown.finish();
-    // A failed sampler query that was not Ctrl-C: check whether the server is still there.
-    let mut lost_connection = burst
-        .as_ref()
-        .is_some_and(|b| b.interrupted && !stop.load(Ordering::Relaxed))
-        && conn.ping().is_err();
-    if lost_connection {
-        // Our connection is gone; if a new one opens, the server is there: it dropped (KILLed)
-        // the sampler's session, so go on with the new one.
-        if let Ok(c) = connect_target(t) {
-            conn = c;
-            lost_connection = false;
-            ctx.notes.push(
-                "the server closed doctor's sampling connection during the window (a KILL?); sampling stopped there, the rest was read on a new connection".into(),
-            );
-        }
-    }
+    let plan = burst_plan(o, pid.filter(|_| local));
+    let sampled = live.window(&variables, &plan, stop, shown);
     let window_s = t0.elapsed().as_secs_f64();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
         if o.window_s > 0.0 {
-            p.after = read_waits(&mut ctx, &mut conn);
+            p.after = read_waits(&mut live.ctx, &mut live.conn);
             p.window_s = window_s;
         }
     }
     let status_after = if o.window_s > 0.0 {
-        pairs(
-            ctx.query(&mut conn, STATUS_SQL, "global status", "none (any user)")
-                .unwrap_or_default(),
-        )
+        live.status()
     } else {
         BTreeMap::new()
     };
     if local {
-        let (cpu, ctxt) = super::host::counters(pid);
-        if let Some(h) = host.as_mut() {
-            h.cpu_after = cpu;
-            h.server_ctxt_after = ctxt;
-            h.server_cpu_after = super::host::process_cpu(pid);
-        }
+        counters_after(host.as_mut(), pid);
     }
     if let Some(mut g) = guard.take() {
         let ok = g.restore();
@@ -967,13 +804,8 @@ pub fn collect_metered(
             p.restored = ok;
         }
     }
-    if let Some(f) = crate::journal::last_findings() {
-        notes.extend(
-            crate::journal::warnings(&f)
-                .into_iter()
-                .map(|w| format!("change journal: {w}")),
-        );
-    }
+    let Ctx { refused, mut notes } = live.ctx;
+    notes.extend(journal_notes());
     Ok(Snapshot {
         schema: SNAPSHOT_SCHEMA.to_string(),
         captured_at_unix_s: now_unix(),
@@ -987,11 +819,285 @@ pub fn collect_metered(
         window_s: if o.window_s > 0.0 { window_s } else { 0.0 },
         innodb_status,
         pfs,
-        burst,
+        burst: sampled.burst,
         host,
         refused,
         notes,
-        lost_connection,
-        rt,
+        lost_connection: sampled.lost_connection,
+        rt: sampled.rt,
     })
+}
+
+/// One collection in progress: what it reads, the connection it reads on, and what went
+/// wrong so far.
+struct Live<'a> {
+    t: &'a Target,
+    o: &'a CollectOpts,
+    conn: mysql::Conn,
+    ctx: Ctx,
+}
+
+/// What the observation window gathered.
+struct Sampled {
+    burst: Option<BurstRecord>,
+    rt: Option<RtRecord>,
+    /// The server was gone after the window (no new connection opened).
+    lost_connection: bool,
+}
+
+impl<'a> Live<'a> {
+    /// Connect and read the version: the two steps whose failure fails the collection.
+    fn open(t: &'a Target, o: &'a CollectOpts) -> Result<(Live<'a>, String, Option<String>)> {
+        let mut conn = connect_target(t)?;
+        let (version, version_comment): (String, Option<String>) = conn
+            .query_first("SELECT VERSION(), @@version_comment")
+            .map_err(|e| super::conn::explain(t, &e))?
+            .unwrap_or_default();
+        let live = Live {
+            t,
+            o,
+            conn,
+            ctx: Ctx::default(),
+        };
+        Ok((live, version, version_comment))
+    }
+
+    fn query<T: mysql::prelude::FromRow>(
+        &mut self,
+        sql: &str,
+        what: &str,
+        privilege: &str,
+    ) -> Option<Vec<T>> {
+        self.ctx.query(&mut self.conn, sql, what, privilege)
+    }
+
+    fn innodb_status(&mut self) -> Option<String> {
+        self.query::<(String, String, String)>(
+            "SHOW ENGINE INNODB STATUS",
+            "SHOW ENGINE INNODB STATUS",
+            "PROCESS",
+        )
+        .and_then(|r| r.into_iter().next())
+        // Its TRANSACTIONS section quotes other sessions' statements: no passwords kept.
+        .map(|(_, _, s)| super::redact::redact_secrets(&s).into_owned())
+    }
+
+    fn status(&mut self) -> BTreeMap<String, String> {
+        pairs(
+            self.query(STATUS_SQL, "global status", "none (any user)")
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The performance_schema record before the window, and the instruments turned on for
+    /// it with `--enable-instruments` (None when not asked, not possible or refused).
+    fn pfs_before(
+        &mut self,
+        variables: &BTreeMap<String, String>,
+    ) -> Result<(Option<PfsRecord>, Option<InstrumentGuard>)> {
+        let pfs_on = variables
+            .get("performance_schema")
+            .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
+        if pfs_on {
+            self.pfs_on().map(|(p, g)| (Some(p), g))
+        } else if variables.contains_key("performance_schema") {
+            Ok((Some(self.pfs_off()), None))
+        } else {
+            Ok((None, None))
+        }
+    }
+
+    /// performance_schema is on: count the wait/synch instruments on and timed, and turn
+    /// them on for the window when asked.
+    fn pfs_on(&mut self) -> Result<(PfsRecord, Option<InstrumentGuard>)> {
+        let (t, o) = (self.t, self.o);
+        let state: Vec<(String, String)> = self
+            .query(
+                "SELECT ENABLED, TIMED FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
+                "performance_schema.setup_instruments",
+                "SELECT on performance_schema.*",
+            )
+            .unwrap_or_default();
+        let total = state.len() as u64;
+        let enabled = state
+            .iter()
+            .filter(|(e, t)| e == "YES" && t == "YES")
+            .count() as u64;
+        let mut note = None;
+        let mut guard = None;
+        if o.enable_instruments && o.window_s > 0.0 {
+            match connect_target(t).and_then(|c| InstrumentGuard::enable(c, t)) {
+                Err(e @ crate::Error::BadInput(_)) => return Err(e),
+                Ok(g) => {
+                    note = Some(format!(
+                        "--enable-instruments changed {} instrument/consumer setting(s) for the window",
+                        g.changed()
+                    ));
+                    guard = Some(g);
+                }
+                Err(e) => {
+                    self.ctx.refused.push(Refusal {
+                        what: "enabling performance_schema instruments".into(),
+                        privilege: "UPDATE on performance_schema.*".into(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        let pfs = PfsRecord {
+            enabled: true,
+            synch_instruments_enabled: enabled,
+            synch_instruments_total: total,
+            enabled_by_us: guard.as_ref().is_some_and(|g| g.changed() > 0),
+            restored: true,
+            before: Vec::new(),
+            after: Vec::new(),
+            window_s: 0.0,
+            note,
+        };
+        Ok((pfs, guard))
+    }
+
+    /// performance_schema is off: it can only be turned on at server start, so say so
+    /// instead of nothing when `--enable-instruments` asked for it.
+    fn pfs_off(&self) -> PfsRecord {
+        let o = self.o;
+        let note = (o.enable_instruments && o.window_s > 0.0).then(|| {
+            let n = "--enable-instruments did nothing: performance_schema is OFF on this server \
+                     and can only be turned on at start; add performance_schema=ON under [mysqld] \
+                     and restart the server, then rerun";
+            eprintln!("spinscope: {n}");
+            n.to_string()
+        });
+        PfsRecord {
+            enabled: false,
+            synch_instruments_enabled: 0,
+            synch_instruments_total: 0,
+            enabled_by_us: false,
+            restored: true,
+            before: Vec::new(),
+            after: Vec::new(),
+            window_s: 0.0,
+            note,
+        }
+    }
+
+    /// The observation window (none when `window_s` is 0): response times when asked, the
+    /// burst sampler on this connection, shown to `shown` as a period. Reconnects when the
+    /// server dropped the sampler's session.
+    fn window(
+        &mut self,
+        variables: &BTreeMap<String, String>,
+        plan: &BurstPlan,
+        stop: &AtomicBool,
+        shown: &mut dyn Meter,
+    ) -> Sampled {
+        let (t, o) = (self.t, self.o);
+        let mut rt = (o.rt && o.window_s > 0.0)
+            .then(|| super::rt_window::start(t, variables, &mut self.conn, o.window_s));
+        if o.window_s > 0.0 {
+            shown.period("doctor", "sampling", o.window_s);
+        }
+        if let Some(r) = rt.as_mut() {
+            r.window_starts();
+        }
+        let burst = (o.window_s > 0.0).then(|| {
+            burst_sample_plan(&mut self.conn, plan, o.window_s, stop, &mut self.ctx.notes)
+        });
+        let rt = rt.map(super::rt_window::RtWindow::finish);
+        shown.finish();
+        // A failed sampler query that was not Ctrl-C: check whether the server is still there.
+        let lost = burst
+            .as_ref()
+            .is_some_and(|b| b.interrupted && !stop.load(Ordering::Relaxed))
+            && self.conn.ping().is_err();
+        Sampled {
+            burst,
+            rt,
+            lost_connection: lost && !self.reconnect(),
+        }
+    }
+
+    /// Our connection is gone; if a new one opens, the server is there: it dropped (KILLed)
+    /// the sampler's session, so go on with the new one. False when none opens.
+    fn reconnect(&mut self) -> bool {
+        let Ok(c) = connect_target(self.t) else {
+            return false;
+        };
+        self.conn = c;
+        self.ctx.notes.push(
+            "the server closed doctor's sampling connection during the window (a KILL?); sampling stopped there, the rest was read on a new connection".into(),
+        );
+        true
+    }
+}
+
+/// What the change journal's last check found, as notes.
+fn journal_notes() -> Vec<String> {
+    match crate::journal::last_findings() {
+        Some(f) => crate::journal::warnings(&f)
+            .into_iter()
+            .map(|w| format!("change journal: {w}"))
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// This host's facts for a local server: measured, or the probe figures from `--host-facts`
+/// (the spin hint's cost), with the server's process found from its pid file.
+fn local_host(o: &CollectOpts, variables: &BTreeMap<String, String>) -> HostFacts {
+    // A probe file given with --host-facts replaces the live measurement.
+    let mut h = if o
+        .host_facts
+        .as_ref()
+        .is_some_and(|f| f.ns_per_hint.is_some())
+    {
+        super::host::local_static()
+    } else {
+        super::host::local_with_probe()
+    };
+    if let Some(pf) = variables.get("pid_file") {
+        if let Some((pid, comm)) = super::host::server_pid(pf) {
+            h.server_pid = Some(pid);
+            h.server_comm = Some(comm);
+        }
+    }
+    if let Some(f) = &o.host_facts {
+        h.ns_per_hint = f.ns_per_hint;
+        h.tsc_ticks_per_hint = f.tsc_ticks_per_hint;
+    }
+    h
+}
+
+fn counters_before(host: Option<&mut HostFacts>, pid: Option<u32>) {
+    let (cpu, ctxt) = super::host::counters(pid);
+    if let Some(h) = host {
+        h.cpu_before = cpu;
+        h.server_ctxt_before = ctxt;
+        h.server_cpu_before = super::host::process_cpu(pid);
+        h.clock_ticks_per_s = super::host::clock_ticks_per_s();
+    }
+}
+
+fn counters_after(host: Option<&mut HostFacts>, pid: Option<u32>) {
+    let (cpu, ctxt) = super::host::counters(pid);
+    if let Some(h) = host {
+        h.cpu_after = cpu;
+        h.server_ctxt_after = ctxt;
+        h.server_cpu_after = super::host::process_cpu(pid);
+    }
+}
+
+/// The burst sampler's plan: /proc at `hz` beside slower SQL counters when the server's
+/// process is on this host (`local_pid`), else SQL only.
+fn burst_plan(o: &CollectOpts, local_pid: Option<u32>) -> BurstPlan {
+    match local_pid {
+        Some(p) => BurstPlan {
+            hz: o.hz,
+            sql_hz: o.sql_hz.unwrap_or(SQL_HZ_BESIDE_PROC).min(o.hz),
+            proc_pid: Some(p),
+            proc_gate: super::proc_threads::DEFAULT_GATE,
+        },
+        None => BurstPlan::sql_only(o.hz),
+    }
 }

@@ -261,31 +261,7 @@ pub fn analyze(steps: &[StepDoc], variants: &[Variant], sla: Option<&Sla>) -> An
         })
         .collect();
     for v in variants {
-        let pts = points(steps, &v.name);
-        let sp: Vec<StepPoint> = pts
-            .iter()
-            .map(|p| {
-                let mut lat: Vec<f64> = steps
-                    .iter()
-                    .filter(|s| s.variant == v.name && s.threads == p.threads && usable(s))
-                    .map(|s| sla.map(|x| sla_latency(s, x)).unwrap_or(s.latency_us.p99))
-                    .collect();
-                StepPoint {
-                    threads: f64::from(p.threads),
-                    tps: p.tps,
-                    lat_us: median(&mut lat),
-                    p99_us: p.p99_us,
-                }
-            })
-            .collect();
-        let xy: Vec<(f64, f64)> = pts.iter().map(|p| (f64::from(p.threads), p.tps)).collect();
-        out.variants.push(VariantAnalysis {
-            variant: v.name.clone(),
-            knee: knee::find_knee(&sp, sla),
-            usl: usl::fit(&xy),
-            points: pts,
-            harmful: None,
-        });
+        out.variants.push(variant_analysis(steps, &v.name, sla));
     }
     if let Some(base) = variants.first() {
         let mut threads: Vec<u32> = steps.iter().map(|s| s.threads).collect();
@@ -293,118 +269,9 @@ pub fn analyze(steps: &[StepDoc], variants: &[Variant], sla: Option<&Sla>) -> An
         threads.dedup();
         for v in variants.iter().skip(1) {
             for &n in &threads {
-                let of = |name: &str| -> Vec<&StepDoc> {
-                    steps
-                        .iter()
-                        .filter(|s| s.variant == name && s.threads == n && !s.interrupted)
-                        .collect()
-                };
-                let (sa, sb) = (of(&base.name), of(&v.name));
-                if sa.is_empty() || sb.is_empty() {
-                    continue;
-                }
-                let bad: Vec<String> = sa
-                    .iter()
-                    .chain(sb.iter())
-                    .filter(|s| s.invalid.is_some() || s.txns == 0)
-                    .map(|s| step_label(s))
-                    .collect();
-                let mean_tps = |v: &[&StepDoc]| -> f64 {
-                    let ok: Vec<f64> = v.iter().filter(|s| usable(s)).map(|s| s.tps).collect();
-                    if ok.is_empty() {
-                        f64::NAN
-                    } else {
-                        ok.iter().sum::<f64>() / ok.len() as f64
-                    }
-                };
-                let p99 = |v: &[&StepDoc]| {
-                    let mut x: Vec<f64> = v
-                        .iter()
-                        .filter(|s| usable(s))
-                        .map(|s| s.latency_us.p99)
-                        .collect();
-                    median(&mut x)
-                };
-                let (tps, text) = if !bad.is_empty() {
-                    (
-                        None,
-                        format!(
-                            "no verdict: {} {} invalid (see the steps left out)",
-                            bad.join(", "),
-                            if bad.len() == 1 { "is" } else { "are" }
-                        ),
-                    )
-                } else {
-                    let groups = |v: &[&StepDoc]| -> Vec<Vec<f64>> {
-                        v.iter()
-                            .map(|s| {
-                                if s.windows_tps.is_empty() {
-                                    vec![s.tps]
-                                } else {
-                                    s.windows_tps.clone()
-                                }
-                            })
-                            .collect()
-                    };
-                    match abtest::compare(&groups(&sa), &groups(&sb)) {
-                        Ok(verdict) => {
-                            let t = verdict.text.clone();
-                            (Some(verdict), t)
-                        }
-                        Err(why) => (None, why),
-                    }
-                };
-                out.ab.push(AbResult {
-                    threads: n,
-                    baseline: base.name.clone(),
-                    variant: v.name.clone(),
-                    baseline_tps: mean_tps(&sa),
-                    variant_tps: mean_tps(&sb),
-                    tps,
-                    text,
-                    p99_ratio: p99(&sb) / p99(&sa),
-                });
+                out.ab.extend(ab_at(steps, &base.name, &v.name, n));
             }
-            // A variant significantly slower than the baseline is called harmful.
-            let mine: Vec<&AbResult> = out.ab.iter().filter(|r| r.variant == v.name).collect();
-            let verdicts: Vec<(u32, &Verdict)> = mine
-                .iter()
-                .filter_map(|r| r.tps.as_ref().map(|t| (r.threads, t)))
-                .collect();
-            let lower: Vec<(u32, f64)> = verdicts
-                .iter()
-                .filter(|(_, t)| t.significant && t.diff_pct < 0.0)
-                .map(|(n, t)| (*n, t.diff_pct))
-                .collect();
-            if !lower.is_empty() {
-                let (lo, hi) = lower.iter().fold((f64::MAX, f64::MIN), |(a, b), (_, d)| {
-                    (a.min(-d), b.max(-d))
-                });
-                let by = if (hi - lo).abs() < 0.05 {
-                    format!("{lo:.1}%")
-                } else {
-                    format!("{lo:.1}% to {hi:.1}%")
-                };
-                let text = if lower.len() == verdicts.len() {
-                    format!(
-                        "{} is harmful: its throughput is lower than {}'s by {by} at every concurrency with a verdict ({} threads); keep {}'s settings rather than limiting concurrency",
-                        v.name,
-                        base.name,
-                        lower.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>().join(", "),
-                        base.name
-                    )
-                } else {
-                    format!(
-                        "{} is harmful at {} threads: throughput lower than {}'s by {by}",
-                        v.name,
-                        lower
-                            .iter()
-                            .map(|(n, _)| n.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        base.name
-                    )
-                };
+            if let Some(text) = harmful(&out.ab, &base.name, &v.name) {
                 if let Some(va) = out.variants.iter_mut().find(|x| x.variant == v.name) {
                     va.harmful = Some(text);
                 }
@@ -412,4 +279,154 @@ pub fn analyze(steps: &[StepDoc], variants: &[Variant], sla: Option<&Sla>) -> An
         }
     }
     out
+}
+
+/// One variant's points, knee (at the SLA's percentile when one is given, else p99) and USL
+/// fit.
+fn variant_analysis(steps: &[StepDoc], variant: &str, sla: Option<&Sla>) -> VariantAnalysis {
+    let pts = points(steps, variant);
+    let sp: Vec<StepPoint> = pts
+        .iter()
+        .map(|p| {
+            let mut lat: Vec<f64> = steps
+                .iter()
+                .filter(|s| s.variant == variant && s.threads == p.threads && usable(s))
+                .map(|s| sla.map(|x| sla_latency(s, x)).unwrap_or(s.latency_us.p99))
+                .collect();
+            StepPoint {
+                threads: f64::from(p.threads),
+                tps: p.tps,
+                lat_us: median(&mut lat),
+                p99_us: p.p99_us,
+            }
+        })
+        .collect();
+    let xy: Vec<(f64, f64)> = pts.iter().map(|p| (f64::from(p.threads), p.tps)).collect();
+    VariantAnalysis {
+        variant: variant.to_string(),
+        knee: knee::find_knee(&sp, sla),
+        usl: usl::fit(&xy),
+        points: pts,
+        harmful: None,
+    }
+}
+
+/// `variant` against `base` at `n` threads; None when either has no step there that ran to
+/// its end.
+fn ab_at(steps: &[StepDoc], base: &str, variant: &str, n: u32) -> Option<AbResult> {
+    let of = |name: &str| -> Vec<&StepDoc> {
+        steps
+            .iter()
+            .filter(|s| s.variant == name && s.threads == n && !s.interrupted)
+            .collect()
+    };
+    let (sa, sb) = (of(base), of(variant));
+    if sa.is_empty() || sb.is_empty() {
+        return None;
+    }
+    let bad: Vec<String> = sa
+        .iter()
+        .chain(sb.iter())
+        .filter(|s| s.invalid.is_some() || s.txns == 0)
+        .map(|s| step_label(s))
+        .collect();
+    let (tps, text) = if !bad.is_empty() {
+        (
+            None,
+            format!(
+                "no verdict: {} {} invalid (see the steps left out)",
+                bad.join(", "),
+                if bad.len() == 1 { "is" } else { "are" }
+            ),
+        )
+    } else {
+        match abtest::compare(&tps_groups(&sa), &tps_groups(&sb)) {
+            Ok(verdict) => {
+                let t = verdict.text.clone();
+                (Some(verdict), t)
+            }
+            Err(why) => (None, why),
+        }
+    };
+    Some(AbResult {
+        threads: n,
+        baseline: base.to_string(),
+        variant: variant.to_string(),
+        baseline_tps: mean_tps(&sa),
+        variant_tps: mean_tps(&sb),
+        tps,
+        text,
+        p99_ratio: median_p99(&sb) / median_p99(&sa),
+    })
+}
+
+/// Mean throughput of the usable steps (NaN when none is).
+fn mean_tps(v: &[&StepDoc]) -> f64 {
+    let ok: Vec<f64> = v.iter().filter(|s| usable(s)).map(|s| s.tps).collect();
+    if ok.is_empty() {
+        f64::NAN
+    } else {
+        ok.iter().sum::<f64>() / ok.len() as f64
+    }
+}
+
+/// Median p99 of the usable steps.
+fn median_p99(v: &[&StepDoc]) -> f64 {
+    let mut x: Vec<f64> = v
+        .iter()
+        .filter(|s| usable(s))
+        .map(|s| s.latency_us.p99)
+        .collect();
+    median(&mut x)
+}
+
+/// Each step's throughput windows (its mean when it has none), the groups A/B compares.
+fn tps_groups(v: &[&StepDoc]) -> Vec<Vec<f64>> {
+    v.iter()
+        .map(|s| {
+            if s.windows_tps.is_empty() {
+                vec![s.tps]
+            } else {
+                s.windows_tps.clone()
+            }
+        })
+        .collect()
+}
+
+/// A variant significantly slower than the baseline is called harmful: the sentence saying
+/// where and by how much, or None.
+fn harmful(ab: &[AbResult], base: &str, variant: &str) -> Option<String> {
+    let mine: Vec<&AbResult> = ab.iter().filter(|r| r.variant == variant).collect();
+    let verdicts: Vec<(u32, &Verdict)> = mine
+        .iter()
+        .filter_map(|r| r.tps.as_ref().map(|t| (r.threads, t)))
+        .collect();
+    let lower: Vec<(u32, f64)> = verdicts
+        .iter()
+        .filter(|(_, t)| t.significant && t.diff_pct < 0.0)
+        .map(|(n, t)| (*n, t.diff_pct))
+        .collect();
+    if lower.is_empty() {
+        return None;
+    }
+    let (lo, hi) = lower.iter().fold((f64::MAX, f64::MIN), |(a, b), (_, d)| {
+        (a.min(-d), b.max(-d))
+    });
+    let by = if (hi - lo).abs() < 0.05 {
+        format!("{lo:.1}%")
+    } else {
+        format!("{lo:.1}% to {hi:.1}%")
+    };
+    let at = lower
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(if lower.len() == verdicts.len() {
+        format!(
+            "{variant} is harmful: its throughput is lower than {base}'s by {by} at every concurrency with a verdict ({at} threads); keep {base}'s settings rather than limiting concurrency"
+        )
+    } else {
+        format!("{variant} is harmful at {at} threads: throughput lower than {base}'s by {by}")
+    })
 }

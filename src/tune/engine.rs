@@ -247,50 +247,89 @@ fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u3
 /// Returns the document; settings are restored (or the winner left set with `--apply`) before
 /// it returns, on every path.
 pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<TuneDoc> {
-    let admin_connect = connector(target, None);
-    let mut admin = admin_connect()?;
-    let version: String = admin
-        .query_first("SELECT VERSION()")
-        .map_err(|e| Error::runtime(format!("SELECT VERSION(): {}", load::describe_error(&e).1)))?
-        .unwrap_or_default();
-    let sv = crate::spin::version::parse_version(&version, None)?;
-    let info = family_for(&sv);
-    let vars: Vec<(String, String)> = admin
-        .query("SHOW GLOBAL VARIABLES LIKE 'innodb_s%'")
-        .map_err(|e| {
-            Error::runtime(format!(
-                "SHOW GLOBAL VARIABLES: {}",
-                load::describe_error(&e).1
-            ))
-        })?;
-    let (current, _, bad) = settings_from_vars(&info, |n| {
-        vars.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.as_str())
-    });
-    if let Some(b) = bad.first() {
-        return Err(Error::bad_input(format!("{b}: fix it before tuning")));
-    }
-    let st = schema::verify_for_run(&mut admin, &plan.schema)?;
-    drop(admin);
-    let clients = connector(target, Some(&plan.schema));
-    let client = load::driver::settle_client(
-        load::Client::Events {
-            connect: crate::sweep::wire_connector(target, &plan.schema),
-            workers: 0,
-        },
-        &clients,
+    let (mut s, load) = setup(plan, target)?;
+    let step_s = (plan.warmup + plan.duration).as_secs_f64();
+    let cfg = RaceConfig {
+        cost_s: step_s + 0.5,
+        budget_s: (plan.budget.as_secs_f64() - s.started.elapsed().as_secs_f64()).max(0.0),
+        max_repeats: 30,
+        alpha: 0.05,
+        max_p99_increase_pct: plan.max_p99_increase_pct,
+    };
+    let mut race = Race::new(s.cands.iter().map(|c| c.name.clone()).collect(), cfg);
+    shown.start(
+        "tune",
+        "s of the budget",
+        race.cfg.budget_s.ceil() as u64,
+        race.cfg.budget_s,
+        &format!(
+            "racing {} candidates at {} threads, {step_s} s a measurement",
+            s.cands.len(),
+            s.threads
+        ),
     );
-    if plan.kind == Kind::Custom {
-        let mut c = clients()?;
-        if let Err((line, text, why)) =
-            crate::load::workload::check_custom(&mut c, &plan.custom, &plan.schema, false)
-        {
-            return Err(Error::bad_input(format!(
-                "--sql line {line} `{text}`: {why}"
-            )));
-        }
-    }
+    let mut m = ServerMeasure {
+        plan,
+        info: s.info.clone(),
+        current: s.current,
+        wl: load.wl,
+        clients: load.clients,
+        client: load.client,
+        guard: &mut s.guard,
+        probe: load.probe,
+        stop: Arc::clone(&s.stop),
+        n: 0,
+        used: None,
+    };
+    let (cands, threads) = (&s.cands, s.threads);
+    let outcome = race::run(
+        &mut race,
+        |i| {
+            let t = Instant::now();
+            let s = m.measure(&cands[i], threads)?;
+            let wall = t.elapsed().as_secs_f64();
+            Ok::<_, Error>(s.map(|s| (s, wall)))
+        },
+        |r| progress(shown, r, cands),
+    );
+    shown.finish();
+    let client_used = m.used;
+    drop(m);
+    Ok(report(plan, s, &race, outcome, client_used, step_s))
+}
+
+/// What tune learned and set up before the race, kept for its report.
+struct Setup {
+    version: String,
+    info: FamilyInfo,
+    current: Settings,
+    /// The spin model's settings, the CPU it used and what it aimed at (see [`model_advice`]).
+    model: Option<Settings>,
+    cpu_label: Option<String>,
+    model_target: String,
+    cands: Vec<Candidate>,
+    guard: SettingsGuard,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    threads: u32,
+    threads_source: String,
+}
+
+/// What runs the load: the workload, its connector and client, and the server probe.
+struct Load {
+    wl: Workload,
+    clients: Connector,
+    client: load::Client,
+    probe: ServerProbe,
+}
+
+/// Everything before the race, in order: the server's version and spin settings, the schema,
+/// the load client, the model's advice and the candidates, the settings guard (validated,
+/// the run lock taken), the stop flag, and the thread count.
+fn setup(plan: &TunePlan, target: &Target) -> Result<(Setup, Load)> {
+    let admin_connect = connector(target, None);
+    let (version, info, current, st) = read_server(&admin_connect, plan)?;
+    let (clients, client) = load_clients(plan, target)?;
     let wl = Workload {
         kind: plan.kind,
         tables: st.tables,
@@ -326,100 +365,133 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
     if plan.threads.is_none() {
         eprintln!("spinscope: {threads} threads: {threads_source}");
     }
-    let step_s = (plan.warmup + plan.duration).as_secs_f64();
-    let cfg = RaceConfig {
-        cost_s: step_s + 0.5,
-        budget_s: (plan.budget.as_secs_f64() - started.elapsed().as_secs_f64()).max(0.0),
-        max_repeats: 30,
-        alpha: 0.05,
-        max_p99_increase_pct: plan.max_p99_increase_pct,
-    };
-    let mut race = Race::new(cands.iter().map(|c| c.name.clone()).collect(), cfg);
-    shown.start(
-        "tune",
-        "s of the budget",
-        race.cfg.budget_s.ceil() as u64,
-        race.cfg.budget_s,
-        &format!(
-            "racing {} candidates at {threads} threads, {step_s} s a measurement",
-            cands.len()
-        ),
-    );
-    let mut m = ServerMeasure {
-        plan,
-        info: info.clone(),
+    let s = Setup {
+        version,
+        info,
         current,
+        model,
+        cpu_label,
+        model_target,
+        cands,
+        guard,
+        stop,
+        started,
+        threads,
+        threads_source,
+    };
+    let load = Load {
         wl,
         clients,
         client,
-        guard: &mut guard,
         probe,
-        stop: Arc::clone(&stop),
-        n: 0,
-        used: None,
     };
-    let outcome = race::run(
-        &mut race,
-        |i| {
-            let t = Instant::now();
-            let s = m.measure(&cands[i], threads)?;
-            let wall = t.elapsed().as_secs_f64();
-            Ok::<_, Error>(s.map(|s| (s, wall)))
+    Ok((s, load))
+}
+
+/// Over the admin connection: the version, its spin family, the current settings (refused
+/// when one is out of range) and the schema tune runs in.
+fn read_server(
+    admin_connect: &Connector,
+    plan: &TunePlan,
+) -> Result<(String, FamilyInfo, Settings, schema::SchemaState)> {
+    let mut admin = admin_connect()?;
+    let version: String = admin
+        .query_first("SELECT VERSION()")
+        .map_err(|e| Error::runtime(format!("SELECT VERSION(): {}", load::describe_error(&e).1)))?
+        .unwrap_or_default();
+    let sv = crate::spin::version::parse_version(&version, None)?;
+    let info = family_for(&sv);
+    let vars: Vec<(String, String)> = admin
+        .query("SHOW GLOBAL VARIABLES LIKE 'innodb_s%'")
+        .map_err(|e| {
+            Error::runtime(format!(
+                "SHOW GLOBAL VARIABLES: {}",
+                load::describe_error(&e).1
+            ))
+        })?;
+    let (current, _, bad) = settings_from_vars(&info, |n| {
+        vars.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.as_str())
+    });
+    if let Some(b) = bad.first() {
+        return Err(Error::bad_input(format!("{b}: fix it before tuning")));
+    }
+    let st = schema::verify_for_run(&mut admin, &plan.schema)?;
+    Ok((version, info, current, st))
+}
+
+/// The load's connector and client (sweep's default, the events client, unless it cannot
+/// use this server), with a custom workload checked against the schema first.
+fn load_clients(plan: &TunePlan, target: &Target) -> Result<(Connector, load::Client)> {
+    let clients = connector(target, Some(&plan.schema));
+    let client = load::driver::settle_client(
+        load::Client::Events {
+            connect: crate::sweep::wire_connector(target, &plan.schema),
+            workers: 0,
         },
-        |r| progress(shown, r, &cands),
+        &clients,
     );
-    shown.finish();
-    let client_used = m.used;
-    drop(m);
+    if plan.kind == Kind::Custom {
+        let mut c = clients()?;
+        if let Err((line, text, why)) =
+            crate::load::workload::check_custom(&mut c, &plan.custom, &plan.schema, false)
+        {
+            return Err(Error::bad_input(format!(
+                "--sql line {line} `{text}`: {why}"
+            )));
+        }
+    }
+    Ok((clients, client))
+}
+
+/// After the race: the decision, the winner applied (`--apply`, a proven change, a race run
+/// to its end) or every setting restored, and the document.
+fn report(
+    plan: &TunePlan,
+    mut s: Setup,
+    race: &Race,
+    outcome: Result<bool>,
+    client_used: Option<load::ClientUsed>,
+    step_s: f64,
+) -> TuneDoc {
+    let (info, current, cands) = (&s.info, &s.current, &s.cands);
     let decision = race.decide();
     let finished = outcome.as_ref().map(|d| *d).unwrap_or(false);
-    let interrupted = load::stopped(&stop) || (outcome.is_ok() && !finished);
+    let interrupted = load::stopped(&s.stop) || (outcome.is_ok() && !finished);
     let winner = &cands[decision.winner];
-    let (set_global, my_cnf) = statements(&info, &current, &winner.settings);
-    let mut applied = false;
-    let after: Vec<String> = if plan.apply && decision.change && outcome.is_ok() && !interrupted {
-        let r = guard.apply(&variant(&info, &current, winner));
-        match r {
-            Ok(_) => {
-                applied = true;
-                guard.keep().into_iter().map(|c| c.note).collect()
-            }
-            Err(e) => {
-                let mut v = vec![format!("--apply failed ({e}); settings restored")];
-                v.extend(guard.restore().into_iter().map(|c| c.note));
-                v
-            }
-        }
+    let (set_global, my_cnf) = statements(info, current, &winner.settings);
+    let (applied, after) = if plan.apply && decision.change && outcome.is_ok() && !interrupted {
+        apply_winner(&mut s.guard, &variant(info, current, winner))
     } else {
-        guard.restore().into_iter().map(|c| c.note).collect()
+        (false, notes(s.guard.restore()))
     };
     // A failure mid-race (the server stopped answering, restarted, a lock was lost) still
     // returns what was measured, settings restored, with the reason.
     let stopped_because = outcome.err().map(|e| e.to_string());
     let interrupted = interrupted || stopped_because.is_some();
-    let leader = decision.leader;
-    let ranked = rows(&race, &cands, leader);
-    let (rank, vs_best) = model_rank(&ranked, model);
-    Ok(TuneDoc {
+    let ranked = rows(race, cands, decision.leader);
+    let (rank, vs_best) = model_rank(&ranked, s.model);
+    TuneDoc {
         schema: SCHEMA.into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        server: version,
+        server: s.version,
         workload: plan.kind.name().into(),
-        threads,
-        threads_source,
+        threads: s.threads,
+        threads_source: s.threads_source,
         budget_s: plan.budget.as_secs_f64(),
-        spent_s: started.elapsed().as_secs_f64(),
+        spent_s: s.started.elapsed().as_secs_f64(),
         step_s,
         max_p99_increase_pct: plan.max_p99_increase_pct,
         rounds: race.rounds,
         measurements: race.measurements,
         method: METHOD.into(),
-        curves: curves(&info, &ranked),
+        curves: curves(info, &ranked),
         candidates: ranked,
         model: ModelView {
-            settings: model,
-            cpu: cpu_label,
-            target: model_target,
+            settings: s.model,
+            cpu: s.cpu_label,
+            target: s.model_target,
             rank,
             vs_best_pct: vs_best,
         },
@@ -435,7 +507,24 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
         settings_after: after,
         client: client_used,
         stopped_because,
-    })
+    }
+}
+
+/// Leave the winner set (the guard keeps it); when that fails, restore everything. Whether
+/// it was applied, and the notes on the settings left.
+fn apply_winner(guard: &mut SettingsGuard, winner: &Variant) -> (bool, Vec<String>) {
+    match guard.apply(winner) {
+        Ok(_) => (true, notes(guard.keep())),
+        Err(e) => {
+            let mut v = vec![format!("--apply failed ({e}); settings restored")];
+            v.extend(notes(guard.restore()));
+            (false, v)
+        }
+    }
+}
+
+fn notes(changed: Vec<load::guard::Changed>) -> Vec<String> {
+    changed.into_iter().map(|c| c.note).collect()
 }
 
 /// After each measurement: the budget spent, the round, and the leader with its interval.

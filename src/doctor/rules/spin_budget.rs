@@ -7,10 +7,12 @@
 //! non-default values back (`DEFAULT`) when the defaults bring the ratio under 3x; otherwise,
 //! and as the exact alternative, the advisor's settings for the design budget.
 
-use crate::doctor::{ev, Facts, Finding, Severity};
+use crate::doctor::{ev, Evidence, Facts, Finding, Severity};
 use crate::spin::advice::{current_vs_default, recommend, recommendation_for, Recommendation};
-use crate::spin::doc::{fmt_ratio, vs_design};
-use crate::spin::model::{default_settings, family_for, settings_from_vars, FamilyInfo};
+use crate::spin::doc::{fmt_ratio, vs_design, DesignComparison};
+use crate::spin::model::{
+    default_settings, family_for, settings_from_vars, CpuModel, FamilyInfo, Settings,
+};
 use crate::units::fmt_ns;
 
 /// Design ratio at which the spin budget is a warning, and where nothing is advised below.
@@ -70,64 +72,23 @@ fn severity_for(ratio_low: f64) -> Severity {
 fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
     // Out-of-range or non-numeric values are reported by `absurd`; the default is priced.
     let (current, _, _) = settings_from_vars(info, |n| f.vars.str(n));
-    let d = current.spin_wait_delay;
     let l = current.sync_spin_loops;
-    let mut settings_ev = vec![
-        ev(info.delay.name, d as f64, ""),
-        ev(info.loops.name, l as f64, ""),
-    ];
-    if let (Some(spec), Some(m)) = (info.multiplier, current.pause_multiplier) {
-        settings_ev.push(ev(spec.name, m as f64, ""));
-    }
+    let settings_ev = settings_evidence(info, &current);
     let Some(cpu) = &f.cpu else {
-        return vec![Finding {
-            option_file: vec![],
-            id: "spin-budget-unknown-cpu".into(),
-            severity: Severity::Info,
-            title: "spin budget not evaluated: the server's CPU is unknown".into(),
-            evidence: settings_ev,
-            why: "How long a spin lasts depends on the CPU's spin-hint latency (10 to 140 cycles per PAUSE; \
-                  docs/REFERENCE.md §2)."
-                .into(),
-            what_to_do: "Run doctor on the server's host, or pass --host-facts with a snapshot or probe taken there.".into(),
-            statements: vec![],
-        }];
+        return vec![unknown_cpu(settings_ev)];
     };
     let vs = vs_design(info, &current, cpu);
     let design_ns = vs.design_max_spin_ns;
-    let here_ns = vs.here_max_spin_ns;
     let ratio = vs.ratio.unwrap_or(0.0);
-    let ratio_low = vs.ratio_low.unwrap_or(0.0);
-    let ratio_high = vs.ratio_high.unwrap_or(0.0);
-    let severity = severity_for(ratio_low);
-    let noisy = cpu.noise_pct > 0.0;
-    let ratio_txt = if noisy {
-        format!(
-            "{} ({}-{} within the CPU figure's +-{:.0}% noise)",
-            fmt_ratio(ratio),
-            fmt_ratio(ratio_low),
-            fmt_ratio(ratio_high),
-            cpu.noise_pct
-        )
-    } else {
-        fmt_ratio(ratio)
-    };
+    let severity = severity_for(vs.ratio_low.unwrap_or(0.0));
+    let ratio_txt = ratio_text(&vs, cpu);
     let title = format!(
         "design ratio {}: {l} rounds here spin up to {} per latch attempt, against the {} the defaults were designed for",
         fmt_ratio(ratio),
-        fmt_ns(here_ns),
+        fmt_ns(vs.here_max_spin_ns),
         fmt_ns(design_ns)
     );
-    let mut evidence = vec![
-        ev("max_spin_here", here_ns / 1e3, "us"),
-        ev("max_spin_design", design_ns / 1e3, "us"),
-        ev("design_ratio", ratio, "x"),
-    ];
-    if noisy {
-        evidence.push(ev("design_ratio_low", ratio_low, "x"));
-        evidence.push(ev("design_ratio_high", ratio_high, "x"));
-    }
-    evidence.push(ev("ns_per_hint", cpu.ns_per_hint, "ns"));
+    let mut evidence = ratio_evidence(&vs, cpu);
     evidence.extend(settings_ev);
     let model = format!(
         "{} ({}), priced with the CPU figure from the {}",
@@ -152,62 +113,14 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
             statements: vec![],
         }];
     }
-
-    // The fix: DEFAULT where the defaults are back under the warning ratio, else (and as the
-    // exact alternative) the settings the advisor finds for the design budget.
-    let defaults = default_settings(info);
-    let nondefault = current_vs_default(info, &current);
-    let exact = recommend(info, &current, cpu, design_ns);
-    let back_to_default = (!nondefault.is_empty()).then(|| {
-        let dv = vs_design(info, &defaults, cpu);
-        (
-            recommendation_for(info, &current, cpu, design_ns, defaults),
-            dv,
-        )
-    });
-    let (primary, alternative): (Recommendation, Option<Recommendation>) = match back_to_default {
-        Some((rec, dv)) if dv.ratio_low.unwrap_or(0.0) < WARN_RATIO => {
-            let alt = (exact.reachable && exact.settings != defaults).then_some(exact);
-            (rec, alt)
-        }
-        _ => (exact, None),
-    };
-    let after = vs_design(info, &primary.settings, cpu);
+    let fix = Fix::new(info, &current, cpu, design_ns);
+    let after = vs_design(info, &fix.primary.settings, cpu);
     evidence.push(ev("after_fix_max_spin", after.here_max_spin_ns / 1e3, "us"));
     evidence.push(ev(
         "after_fix_design_ratio",
         after.ratio.unwrap_or(0.0),
         "x",
     ));
-
-    let mut what = String::new();
-    if !nondefault.is_empty() {
-        what.push_str(&format!("{}. ", nondefault.join("; ")));
-    }
-    if primary.changes.iter().all(|c| c.to_default) && !primary.changes.is_empty() {
-        what.push_str(&format!(
-            "Put the default back: it spins up to {} here, design ratio {} (under {WARN_RATIO:.0}x).",
-            fmt_ns(after.here_max_spin_ns),
-            fmt_ratio(after.ratio.unwrap_or(0.0))
-        ));
-        if let Some(alt) = &alternative {
-            what.push_str(&format!(
-                " To spin exactly the design budget on this CPU instead: {} ({}).",
-                alt.set_global.join(" "),
-                alt.explanation
-            ));
-        }
-    } else if primary.reachable {
-        what.push_str(&format!(
-            "Bring the spin back to the design budget: {}.",
-            primary.explanation
-        ));
-    } else {
-        what.push_str(&format!(
-            "The design budget cannot be met exactly ({}); the closest legal settings are given.",
-            primary.explanation
-        ));
-    }
     vec![Finding {
         id: "spin-budget".into(),
         severity,
@@ -219,8 +132,138 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
              (docs/REFERENCE.md §8: on a 2-vCPU KVM machine MariaDB 10.11 with innodb_spin_wait_delay=6000 \
              lost 3.4x write TPS at 16 threads)."
         ),
-        what_to_do: what,
-        statements: primary.set_global.clone(),
-        option_file: primary.option_file.clone(),
+        what_to_do: fix.text(&after),
+        statements: fix.primary.set_global.clone(),
+        option_file: fix.primary.option_file.clone(),
     }]
+}
+
+/// The spin settings as evidence: delay, loops and, where the version has one, the pause
+/// multiplier.
+fn settings_evidence(info: &FamilyInfo, current: &Settings) -> Vec<Evidence> {
+    let mut settings_ev = vec![
+        ev(info.delay.name, current.spin_wait_delay as f64, ""),
+        ev(info.loops.name, current.sync_spin_loops as f64, ""),
+    ];
+    if let (Some(spec), Some(m)) = (info.multiplier, current.pause_multiplier) {
+        settings_ev.push(ev(spec.name, m as f64, ""));
+    }
+    settings_ev
+}
+
+fn unknown_cpu(settings_ev: Vec<Evidence>) -> Finding {
+    Finding {
+        option_file: vec![],
+        id: "spin-budget-unknown-cpu".into(),
+        severity: Severity::Info,
+        title: "spin budget not evaluated: the server's CPU is unknown".into(),
+        evidence: settings_ev,
+        why: "How long a spin lasts depends on the CPU's spin-hint latency (10 to 140 cycles per PAUSE; \
+              docs/REFERENCE.md §2)."
+            .into(),
+        what_to_do: "Run doctor on the server's host, or pass --host-facts with a snapshot or probe taken there.".into(),
+        statements: vec![],
+    }
+}
+
+/// The design ratio in words, with its range when the CPU figure is noisy.
+fn ratio_text(vs: &DesignComparison, cpu: &CpuModel) -> String {
+    let ratio = vs.ratio.unwrap_or(0.0);
+    if cpu.noise_pct > 0.0 {
+        format!(
+            "{} ({}-{} within the CPU figure's +-{:.0}% noise)",
+            fmt_ratio(ratio),
+            fmt_ratio(vs.ratio_low.unwrap_or(0.0)),
+            fmt_ratio(vs.ratio_high.unwrap_or(0.0)),
+            cpu.noise_pct
+        )
+    } else {
+        fmt_ratio(ratio)
+    }
+}
+
+/// The longest spins here and by design, the ratio (and its range when the CPU figure is
+/// noisy), and the CPU's spin-hint latency.
+fn ratio_evidence(vs: &DesignComparison, cpu: &CpuModel) -> Vec<Evidence> {
+    let mut evidence = vec![
+        ev("max_spin_here", vs.here_max_spin_ns / 1e3, "us"),
+        ev("max_spin_design", vs.design_max_spin_ns / 1e3, "us"),
+        ev("design_ratio", vs.ratio.unwrap_or(0.0), "x"),
+    ];
+    if cpu.noise_pct > 0.0 {
+        evidence.push(ev("design_ratio_low", vs.ratio_low.unwrap_or(0.0), "x"));
+        evidence.push(ev("design_ratio_high", vs.ratio_high.unwrap_or(0.0), "x"));
+    }
+    evidence.push(ev("ns_per_hint", cpu.ns_per_hint, "ns"));
+    evidence
+}
+
+/// The fix: DEFAULT where the defaults are back under the warning ratio, else (and as the
+/// exact alternative) the settings the advisor finds for the design budget.
+struct Fix {
+    /// The values that are not the defaults, in words.
+    nondefault: Vec<String>,
+    primary: Recommendation,
+    alternative: Option<Recommendation>,
+}
+
+impl Fix {
+    fn new(info: &FamilyInfo, current: &Settings, cpu: &CpuModel, design_ns: f64) -> Fix {
+        let defaults = default_settings(info);
+        let nondefault = current_vs_default(info, current);
+        let exact = recommend(info, current, cpu, design_ns);
+        let back_to_default = (!nondefault.is_empty()).then(|| {
+            let dv = vs_design(info, &defaults, cpu);
+            (
+                recommendation_for(info, current, cpu, design_ns, defaults),
+                dv,
+            )
+        });
+        let (primary, alternative) = match back_to_default {
+            Some((rec, dv)) if dv.ratio_low.unwrap_or(0.0) < WARN_RATIO => {
+                let alt = (exact.reachable && exact.settings != defaults).then_some(exact);
+                (rec, alt)
+            }
+            _ => (exact, None),
+        };
+        Fix {
+            nondefault,
+            primary,
+            alternative,
+        }
+    }
+
+    /// What to do, given the comparison of the primary fix's settings (`after`).
+    fn text(&self, after: &DesignComparison) -> String {
+        let primary = &self.primary;
+        let mut what = String::new();
+        if !self.nondefault.is_empty() {
+            what.push_str(&format!("{}. ", self.nondefault.join("; ")));
+        }
+        if primary.changes.iter().all(|c| c.to_default) && !primary.changes.is_empty() {
+            what.push_str(&format!(
+                "Put the default back: it spins up to {} here, design ratio {} (under {WARN_RATIO:.0}x).",
+                fmt_ns(after.here_max_spin_ns),
+                fmt_ratio(after.ratio.unwrap_or(0.0))
+            ));
+            if let Some(alt) = &self.alternative {
+                what.push_str(&format!(
+                    " To spin exactly the design budget on this CPU instead: {} ({}).",
+                    alt.set_global.join(" "),
+                    alt.explanation
+                ));
+            }
+        } else if primary.reachable {
+            what.push_str(&format!(
+                "Bring the spin back to the design budget: {}.",
+                primary.explanation
+            ));
+        } else {
+            what.push_str(&format!(
+                "The design budget cannot be met exactly ({}); the closest legal settings are given.",
+                primary.explanation
+            ));
+        }
+        what
+    }
 }
