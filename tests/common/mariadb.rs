@@ -276,3 +276,15 @@ impl Drop for MariaDb {
         self.stop();
     }
 }
+
+/// The XDG_STATE_HOME of the change journal for tests on `db`: inside its temp dir.
+pub fn state(db: &MariaDb) -> PathBuf {
+    db.dir().join("state")
+}
+
+/// A global variable's value as the server reports it.
+pub fn var(db: &MariaDb, name: &str) -> String {
+    db.sql(&format!("SELECT @@GLOBAL.{name}"))
+        .trim()
+        .to_string()
+}

@@ -51,3 +51,38 @@ pub fn save_probe(path: &std::path::Path) {
     }
     panic!("five probes in a row found the host too busy: {last}");
 }
+
+/// Run a command to its end: exit code, stdout and stderr.
+pub fn out(
+    mut c: impl std::borrow::BorrowMut<std::process::Command>,
+) -> (Option<i32>, String, String) {
+    let o: std::process::Output = c.borrow_mut().output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Poll `f` every 50 ms until it holds; panics naming `what` after `secs` seconds.
+pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(secs),
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Open change records in the journal under XDG_STATE_HOME `home` (one .json file each).
+pub fn open_records(home: &std::path::Path) -> usize {
+    std::fs::read_dir(home.join("spinscope/journal"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
