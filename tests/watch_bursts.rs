@@ -17,18 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, MariaDb};
+use common::{bin, free_port};
 use mysql::prelude::Queryable;
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
 
 fn env_num(name: &str, default: f64) -> f64 {
     std::env::var(name)

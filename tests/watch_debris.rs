@@ -11,11 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::bin;
 use common::mariadb::{available, skip_reason, which, MariaDb};
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
-}
 
 struct Watch(Child, PathBuf);
 

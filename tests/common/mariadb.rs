@@ -76,13 +76,6 @@ pub struct MariaDb {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free port on 127.0.0.1")
-}
-
 impl MariaDb {
     /// Install a datadir and start the server with `extra` server options; waits until it
     /// answers on its socket (up to 60 s).
@@ -120,7 +113,7 @@ impl MariaDb {
             "mariadb-install-db failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let port = free_port();
+        let port = super::free_port();
         let socket = dir.path().join("mysqld.sock");
         let mut db = MariaDb {
             dir,

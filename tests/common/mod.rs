@@ -5,6 +5,29 @@
 pub mod mariadb;
 pub mod tls;
 
+/// The spinscope binary under test.
+pub fn bin() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+/// A child process killed and reaped on drop, even when the test panics.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Exit code and stderr of the spinscope binary run with stdout a pipe whose read end is
 /// already closed (what `| head -c 10` does once it has its bytes).
 pub fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
