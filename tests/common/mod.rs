@@ -10,6 +10,13 @@ pub fn bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
 }
 
+/// `spinscope doctor` without option files and without MYSQL_PWD from the environment.
+pub fn doctor_cmd() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.arg("doctor").arg("--no-defaults").env_remove("MYSQL_PWD");
+    c
+}
+
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
