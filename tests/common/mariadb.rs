@@ -281,3 +281,8 @@ pub fn var(db: &MariaDb, name: &str) -> String {
         .trim()
         .to_string()
 }
+
+/// innodb_spin_wait_delay as the server reports it.
+pub fn delay(db: &MariaDb) -> String {
+    var(db, "innodb_spin_wait_delay")
+}
