@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, MariaDb};
-use common::{bin, free_port};
+use common::{bin, free_port, metric};
 use mysql::prelude::Queryable;
 
 fn env_num(name: &str, default: f64) -> f64 {
@@ -53,14 +53,6 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out
-}
-
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
 }
 
 struct Watch(Child, PathBuf);

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, which, MariaDb};
-use common::{bin, free_port};
+use common::{bin, free_port, metric};
 use mysql::prelude::Queryable;
 
 struct Watch {
@@ -124,15 +124,6 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out
-}
-
-/// The value of a metric line that starts with `prefix`.
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
 }
 
 fn captures(out: &Path) -> Vec<PathBuf> {

@@ -116,3 +116,13 @@ pub fn open_records(home: &std::path::Path) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// The value of the first Prometheus metric line that starts with `prefix`; panics with the
+/// text when there is none.
+pub fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
+}
