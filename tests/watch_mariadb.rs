@@ -7,17 +7,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, which, MariaDb};
+use common::watch::Watch;
 use common::{bin, free_port, metric};
 use mysql::prelude::Queryable;
-
-struct Watch {
-    child: Child,
-    err: PathBuf,
-}
 
 impl Watch {
     fn start(args: &[String]) -> Watch {
@@ -35,19 +31,6 @@ impl Watch {
             .spawn()
             .unwrap();
         Watch { child, err }
-    }
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err).unwrap_or_default()
-    }
-    fn wait_for(&self, needle: &str, secs: u64) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            if self.stderr().contains(needle) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
     }
     /// SIGTERM, then the exit code, stdout and stderr.
     fn stop(mut self) -> (Option<i32>, String, String) {
@@ -74,13 +57,6 @@ impl Watch {
         let err = self.stderr();
         let _ = std::fs::remove_file(&self.err);
         (st.code(), out, err)
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod mariadb;
 pub mod tls;
+pub mod watch;
 
 /// The spinscope binary under test.
 pub fn bin() -> std::path::PathBuf {
