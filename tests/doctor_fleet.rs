@@ -5,16 +5,9 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::doctor_cmd;
 use common::mariadb::MariaDb;
 use spinscope::fleet::FleetDoc;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
-    c.arg("doctor").arg("--no-defaults").env_remove("MYSQL_PWD");
-    c
-}
 
 #[test]
 fn fleet_of_two_servers_and_one_unreachable() {
@@ -43,7 +36,7 @@ fn fleet_of_two_servers_and_one_unreachable() {
     )
     .unwrap();
 
-    let out = bin()
+    let out = doctor_cmd()
         .args([
             "--inventory",
             inv.to_str().unwrap(),
@@ -89,7 +82,7 @@ fn fleet_of_two_servers_and_one_unreachable() {
     assert!(err.contains("[3/3]"), "progress lines: {err}");
 
     // The same servers as positional targets, as a table with details.
-    let out = bin()
+    let out = doctor_cmd()
         .arg(format!("root@{}", a.socket.display()))
         .arg(format!("root@127.0.0.1:{}", b.port))
         .args(["--window", "0", "--details"])
@@ -113,7 +106,7 @@ fn fleet_of_two_servers_and_one_unreachable() {
 
     // A broken inventory line is bad input naming the file and line.
     std::fs::write(&inv, "a b c\n").unwrap();
-    let out = bin()
+    let out = doctor_cmd()
         .args(["--inventory", inv.to_str().unwrap()])
         .output()
         .unwrap();

@@ -8,20 +8,15 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::doctor_cmd;
 use common::mariadb::MariaDb;
 use common::tls::openssl;
 use spinscope::doctor::{DoctorDoc, Severity};
 
 const SECRET: &str = "Zq9secretXy";
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
-    c.arg("doctor").arg("--no-defaults").env_remove("MYSQL_PWD");
-    c
-}
-
 fn run(db: &MariaDb, args: &[&str]) -> Output {
-    bin()
+    doctor_cmd()
         .args(["-S", db.socket.to_str().unwrap(), "-u", "root"])
         .args(args)
         .output()
@@ -107,7 +102,7 @@ fn doctor_against_a_live_mariadb() {
     finding(&d, "pfs-latch-instruments-off");
 
     // TCP, with the URL form; PREFERRED falls back to plain; REQUIRED is refused (exit 3).
-    let out = bin()
+    let out = doctor_cmd()
         .args([
             "--url",
             &format!("mysql://root@127.0.0.1:{port}/"),
@@ -119,7 +114,7 @@ fn doctor_against_a_live_mariadb() {
         .unwrap();
     let d = json(&out);
     assert_eq!(d.target, format!("root@127.0.0.1:{port}"));
-    let out = bin()
+    let out = doctor_cmd()
         .args([
             "-h",
             "127.0.0.1",
@@ -221,7 +216,7 @@ fn doctor_against_a_live_mariadb() {
         }
     }
     // Replay of the saved snapshot gives the same findings.
-    let out = bin()
+    let out = doctor_cmd()
         .args(["--snapshot", snap.to_str().unwrap(), "--json"])
         .output()
         .unwrap();
@@ -230,7 +225,7 @@ fn doctor_against_a_live_mariadb() {
     assert_eq!(ids(&r), ids(&d));
 
     // Ctrl-C in the middle of the window: exit 130, partial report, instruments restored.
-    let child = bin()
+    let child = doctor_cmd()
         .args(["-S", db.socket.to_str().unwrap(), "-u", "root"])
         .args(["--window", "60", "--enable-instruments", "--json"])
         .stdout(Stdio::piped())
@@ -316,7 +311,7 @@ fn doctor_against_a_live_mariadb() {
     db.sql(&format!(
         "CREATE USER mon@localhost IDENTIFIED BY '{SECRET}'; GRANT SELECT ON *.* TO mon@localhost"
     ));
-    let out = bin()
+    let out = doctor_cmd()
         .args([
             "-S",
             db.socket.to_str().unwrap(),
@@ -334,7 +329,7 @@ fn doctor_against_a_live_mariadb() {
     assert!(f.title.contains("PROCESS"), "{}", f.title);
     assert!(d.burst.is_some());
     let snap2 = db.dir().join("mon.json");
-    let out = bin()
+    let out = doctor_cmd()
         .args([
             "-S",
             db.socket.to_str().unwrap(),
@@ -351,7 +346,7 @@ fn doctor_against_a_live_mariadb() {
     assert!(!std::fs::read_to_string(&snap2).unwrap().contains(SECRET));
 
     // Wrong password: access denied, exit 3, one line, the password never shown.
-    let out = bin()
+    let out = doctor_cmd()
         .args([
             "-h",
             "127.0.0.1",
@@ -388,7 +383,7 @@ fn server_gone_mid_window_reports_partial_and_exits_3() {
     let f = finding(&d, "pfs-off");
     assert_eq!(f.option_file, vec!["performance_schema = ON".to_string()]);
     assert!(f.statements.is_empty(), "{:?}", f.statements);
-    let child = bin()
+    let child = doctor_cmd()
         .args([
             "-S",
             db.socket.to_str().unwrap(),
@@ -498,7 +493,7 @@ fn tls_modes_against_a_server_with_a_certificate() {
             .unwrap()
     };
     let tcp = |mode: &str, ca: &str, host: &str| {
-        bin()
+        doctor_cmd()
             .args([
                 "-h", host, "-P", &port, "-u", "root", "--window", "0", "--json",
             ])

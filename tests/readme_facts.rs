@@ -10,6 +10,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::bin;
+
 const README: &str = include_str!("../README.md");
 
 /// The value cell of the "Measured" table row whose first cell starts with `key`, as a number
@@ -41,10 +43,6 @@ fn within(what: &str, stated: f64, actual: f64, tolerance: f64) {
         off * 100.0,
         tolerance * 100.0
     );
-}
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
 }
 
 #[test]

@@ -10,21 +10,18 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::mariadb::{self, MariaDb};
+use common::mariadb::{self, state, var, MariaDb};
+use common::{open_records, out, wait_for};
 
 fn start(extra: &[&str]) -> Option<MariaDb> {
     if mariadb::skip_reason("safety_actors", mariadb::available().err()).is_some() {
         return None;
     }
     Some(MariaDb::start(extra))
-}
-
-fn state(db: &MariaDb) -> PathBuf {
-    db.dir().join("state")
 }
 
 /// One test at a time: each starts its own servers and load, and eight of them at once on a
@@ -44,32 +41,6 @@ fn cmd(db: &MariaDb, home: &Path, args: &[&str]) -> Command {
     c
 }
 
-fn out(mut c: impl std::borrow::BorrowMut<Command>) -> (Option<i32>, String, String) {
-    let o: Output = c.borrow_mut().output().unwrap();
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn var(db: &MariaDb, name: &str) -> String {
-    db.sql(&format!("SELECT @@GLOBAL.{name}"))
-        .trim()
-        .to_string()
-}
-
-fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "{what}: not within {secs} s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn kill9(child: &mut Child) {
     // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped yet.
     unsafe {
@@ -86,17 +57,6 @@ fn prepare(db: &MariaDb) {
         "200",
     ]));
     assert_eq!(code, Some(0), "{err}");
-}
-
-/// Open change records in the local journal (one .json file each).
-fn open_records(home: &Path) -> usize {
-    std::fs::read_dir(home.join("spinscope/journal"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 #[test]

@@ -16,12 +16,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::mariadb::{self, MariaDb};
+use common::mariadb::{self, state, MariaDb};
+use common::open_records;
 
 /// One test at a time: each starts its own servers and load on a small machine.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -140,20 +141,6 @@ fn spinscope(home: &Path, args: &[&str]) -> Command {
         .env_remove("SPINSCOPE_TEST_CLOCK_SHIFT_S")
         .env("XDG_STATE_HOME", home);
     c
-}
-
-fn state(db: &MariaDb) -> PathBuf {
-    db.dir().join("state")
-}
-
-fn open_records(home: &Path) -> usize {
-    std::fs::read_dir(home.join("spinscope/journal"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 #[test]

@@ -20,21 +20,17 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::mariadb::{self, MariaDb};
+use common::mariadb::{self, state, var, MariaDb};
+use common::{open_records, out, wait_for};
 
 fn start(extra: &[&str]) -> Option<MariaDb> {
     if mariadb::skip_reason("safety_mariadb", mariadb::available().err()).is_some() {
         return None;
     }
     Some(MariaDb::start(extra))
-}
-
-fn state(db: &MariaDb) -> PathBuf {
-    db.dir().join("state")
 }
 
 /// spinscope with the server's socket as root, the journal in `journal_home`.
@@ -46,32 +42,6 @@ fn cmd(db: &MariaDb, journal_home: &std::path::Path, args: &[&str]) -> Command {
         .env_remove("MYSQL_PWD")
         .env("XDG_STATE_HOME", journal_home);
     c
-}
-
-fn out(mut c: impl std::borrow::BorrowMut<Command>) -> (Option<i32>, String, String) {
-    let o: Output = c.borrow_mut().output().unwrap();
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn var(db: &MariaDb, name: &str) -> String {
-    db.sql(&format!("SELECT @@GLOBAL.{name}"))
-        .trim()
-        .to_string()
-}
-
-fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "{what}: not within {secs} s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn signal(child: &Child, sig: i32) {
@@ -650,17 +620,6 @@ fn inputs_and_urls_fail_cleanly_without_a_server() {
             assert!(!err.contains(s), "{url}: {err}");
         }
     }
-}
-
-/// Open change records in the local journal (one .json file each).
-fn open_records(home: &std::path::Path) -> usize {
-    std::fs::read_dir(home.join("spinscope/journal"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use common::mariadb::{self, MariaDb};
+use common::mariadb::{self, delay, MariaDb};
 use serde_json::Value;
 use spinscope::analysis::knee::{past_knee, StepPoint};
 
@@ -61,12 +61,6 @@ fn sweep(db: &MariaDb, sub: &str) -> Command {
 
 fn sock(db: &MariaDb) -> String {
     db.socket.display().to_string()
-}
-
-fn delay(db: &MariaDb) -> String {
-    db.sql("SELECT @@GLOBAL.innodb_spin_wait_delay")
-        .trim()
-        .to_string()
 }
 
 fn prepare(db: &MariaDb) {

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Mutex;
 
 use assert_cmd::Command;
-use common::mariadb::{self, MariaDb};
+use common::mariadb::{self, delay, MariaDb};
 use serde_json::Value;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -39,12 +39,6 @@ fn cmd(db: &MariaDb, args: &[&str]) -> Command {
     c
 }
 
-fn delay(db: &MariaDb) -> String {
-    db.sql("SELECT @@GLOBAL.innodb_spin_wait_delay")
-        .trim()
-        .to_string()
-}
-
 fn prepare(db: &MariaDb) {
     cmd(db, &["sweep", "prepare"])
         .args(["--tables", "2", "--table-size", "2000"])
@@ -53,13 +47,7 @@ fn prepare(db: &MariaDb) {
 }
 
 fn open_records(db: &MariaDb) -> usize {
-    std::fs::read_dir(db.dir().join("state/spinscope/journal"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
+    common::open_records(&mariadb::state(db))
 }
 
 fn tune_json(db: &MariaDb, extra: &[&str]) -> Value {

@@ -11,24 +11,15 @@ mod common;
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, MariaDb};
+use common::watch::Watch;
+use common::{bin, free_port, metric};
 use mysql::prelude::Queryable;
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
 
 fn env_num(name: &str, default: f64) -> f64 {
     std::env::var(name)
@@ -63,39 +54,6 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out
-}
-
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
-}
-
-struct Watch(Child, PathBuf);
-
-impl Watch {
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default()
-    }
-    fn wait_for(&self, needle: &str, secs: u64) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            if self.stderr().contains(needle) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// `n` bursts of `ms` ms every `every_s` s from `conns` connections updating one row, starting
@@ -144,8 +102,8 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
     let port = free_port();
     let err = dir.path().join("watch.err");
     // Defaults but for where captures go, perf (its own tests), and the free-space floor.
-    let mut w = Watch(
-        Command::new(bin())
+    let mut w = Watch {
+        child: Command::new(bin())
             .args(["watch", "--no-defaults"])
             .arg(format!("root@{}", db.socket.display()))
             .arg("--out")
@@ -159,7 +117,7 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
             .spawn()
             .unwrap(),
         err,
-    );
+    };
     assert!(w.wait_for("connected", 60), "{}", w.stderr());
     // A steady background load: two clients updating and reading other rows without pause.
     let stop = Arc::new(AtomicBool::new(false));
@@ -210,11 +168,11 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
     let stderr = w.stderr();
     // SAFETY: kill(2) on our own child.
     unsafe {
-        libc::kill(w.0.id() as i32, libc::SIGTERM);
+        libc::kill(w.child.id() as i32, libc::SIGTERM);
     }
     let t0 = Instant::now();
     let st = loop {
-        if let Ok(Some(st)) = w.0.try_wait() {
+        if let Ok(Some(st)) = w.child.try_wait() {
             break st;
         }
         assert!(t0.elapsed() < Duration::from_secs(20), "watch did not stop");

@@ -8,16 +8,12 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::bin;
 use common::mariadb::{available, skip_reason, which, MariaDb};
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
-}
-
-struct Watch(Child, PathBuf);
+use common::watch::Watch;
 
 impl Watch {
     fn start(cmd: &mut Command, err: PathBuf) -> Watch {
@@ -27,48 +23,28 @@ impl Watch {
             .stderr(std::fs::File::create(&err).unwrap())
             .spawn()
             .unwrap();
-        Watch(c, err)
-    }
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default()
-    }
-    fn wait_for(&self, needle: &str, secs: u64) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            if self.stderr().contains(needle) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+        Watch { child: c, err }
     }
     /// SIGTERM, then the exit code and stdout.
     fn stop(mut self) -> (Option<i32>, String) {
         // SAFETY: kill(2) on our own child.
         unsafe {
-            libc::kill(self.0.id() as i32, libc::SIGTERM);
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
         let t0 = Instant::now();
         let st = loop {
-            if let Ok(Some(st)) = self.0.try_wait() {
+            if let Ok(Some(st)) = self.child.try_wait() {
                 break st;
             }
             assert!(t0.elapsed() < Duration::from_secs(30), "{}", self.stderr());
             std::thread::sleep(Duration::from_millis(50));
         };
         let mut out = String::new();
-        if let Some(mut o) = self.0.stdout.take() {
+        if let Some(mut o) = self.child.stdout.take() {
             use std::io::Read;
             let _ = o.read_to_string(&mut out);
         }
         (st.code(), out)
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -140,7 +116,7 @@ fn kill_9_during_a_capture_leaves_no_perf_and_retention_clears_the_half_capture(
     cmd.env("TMPDIR", &tmp);
     let w = Watch::start(&mut cmd, dir.path().join("w1.err"));
     assert!(w.wait_for("capturing into", 60), "{}", w.stderr());
-    let watch_pid = w.0.id();
+    let watch_pid = w.child.id();
     let t0 = Instant::now();
     let perf = loop {
         if let Some(&(p, _)) = children(watch_pid, "perf").first() {
@@ -196,7 +172,7 @@ fn kill_9_during_a_capture_leaves_no_perf_and_retention_clears_the_half_capture(
     // --duration 1: it stops by itself.
     let t0 = Instant::now();
     let code = loop {
-        if let Ok(Some(st)) = w2.0.try_wait() {
+        if let Ok(Some(st)) = w2.child.try_wait() {
             break st.code();
         }
         assert!(t0.elapsed() < Duration::from_secs(60), "{}", w2.stderr());

@@ -7,30 +7,13 @@
 //! CI opens 2,000 connections; `SPINSCOPE_HTTP_IDLE=10000` runs the full count (recorded in
 //! docs/PERFORMANCE.md).
 
+mod common;
+
 use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{bin, free_port, Reaped};
 
 /// The body of GET `path`, or None when there is no 200 answer within 3 s.
 fn get(port: u16, path: &str) -> Option<String> {
@@ -87,7 +70,7 @@ fn ten_thousand_idle_connections_cost_little_and_the_endpoint_comes_back() {
     let dead = free_port();
     let dir = tempfile::tempdir().unwrap();
     let err = dir.path().join("watch.err");
-    let w = Killed(
+    let w = Reaped(
         Command::new(bin())
             .args(["watch", "--no-defaults"])
             .arg(format!("root@127.0.0.1:{dead}"))

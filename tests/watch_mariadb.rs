@@ -7,27 +7,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::mariadb::{available, skip_reason, which, MariaDb};
+use common::watch::Watch;
+use common::{bin, free_port, metric};
 use mysql::prelude::Queryable;
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
-
-struct Watch {
-    child: Child,
-    err: PathBuf,
-}
 
 impl Watch {
     fn start(args: &[String]) -> Watch {
@@ -45,19 +31,6 @@ impl Watch {
             .spawn()
             .unwrap();
         Watch { child, err }
-    }
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err).unwrap_or_default()
-    }
-    fn wait_for(&self, needle: &str, secs: u64) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            if self.stderr().contains(needle) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
     }
     /// SIGTERM, then the exit code, stdout and stderr.
     fn stop(mut self) -> (Option<i32>, String, String) {
@@ -84,13 +57,6 @@ impl Watch {
         let err = self.stderr();
         let _ = std::fs::remove_file(&self.err);
         (st.code(), out, err)
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -134,15 +100,6 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out
-}
-
-/// The value of a metric line that starts with `prefix`.
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
 }
 
 fn captures(out: &Path) -> Vec<PathBuf> {

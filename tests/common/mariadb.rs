@@ -76,13 +76,6 @@ pub struct MariaDb {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free port on 127.0.0.1")
-}
-
 impl MariaDb {
     /// Install a datadir and start the server with `extra` server options; waits until it
     /// answers on its socket (up to 60 s).
@@ -120,7 +113,7 @@ impl MariaDb {
             "mariadb-install-db failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let port = free_port();
+        let port = super::free_port();
         let socket = dir.path().join("mysqld.sock");
         let mut db = MariaDb {
             dir,
@@ -275,4 +268,21 @@ impl Drop for MariaDb {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The XDG_STATE_HOME of the change journal for tests on `db`: inside its temp dir.
+pub fn state(db: &MariaDb) -> PathBuf {
+    db.dir().join("state")
+}
+
+/// A global variable's value as the server reports it.
+pub fn var(db: &MariaDb, name: &str) -> String {
+    db.sql(&format!("SELECT @@GLOBAL.{name}"))
+        .trim()
+        .to_string()
+}
+
+/// innodb_spin_wait_delay as the server reports it.
+pub fn delay(db: &MariaDb) -> String {
+    var(db, "innodb_spin_wait_delay")
 }

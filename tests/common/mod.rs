@@ -4,6 +4,37 @@
 
 pub mod mariadb;
 pub mod tls;
+pub mod watch;
+
+/// The spinscope binary under test.
+pub fn bin() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))
+}
+
+/// `spinscope doctor` without option files and without MYSQL_PWD from the environment.
+pub fn doctor_cmd() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.arg("doctor").arg("--no-defaults").env_remove("MYSQL_PWD");
+    c
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+/// A child process killed and reaped on drop, even when the test panics.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// Exit code and stderr of the spinscope binary run with stdout a pipe whose read end is
 /// already closed (what `| head -c 10` does once it has its bytes).
@@ -50,4 +81,49 @@ pub fn save_probe(path: &std::path::Path) {
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
     panic!("five probes in a row found the host too busy: {last}");
+}
+
+/// Run a command to its end: exit code, stdout and stderr.
+pub fn out(
+    mut c: impl std::borrow::BorrowMut<std::process::Command>,
+) -> (Option<i32>, String, String) {
+    let o: std::process::Output = c.borrow_mut().output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Poll `f` every 50 ms until it holds; panics naming `what` after `secs` seconds.
+pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(secs),
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Open change records in the journal under XDG_STATE_HOME `home` (one .json file each).
+pub fn open_records(home: &std::path::Path) -> usize {
+    std::fs::read_dir(home.join("spinscope/journal"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The value of the first Prometheus metric line that starts with `prefix`; panics with the
+/// text when there is none.
+pub fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
 }
