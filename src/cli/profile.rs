@@ -123,36 +123,7 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
     if a.diff.is_some() {
         return run_diff(&a);
     }
-    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
-        return Err(Error::bad_input(format!(
-            "--duration {}s: give a value in (0s, 1h]",
-            a.seconds
-        )));
-    }
-    if !(1..=100_000).contains(&a.frequency) {
-        return Err(Error::bad_input(format!(
-            "--hz {}: give 1..100000 samples per second",
-            a.frequency
-        )));
-    }
-    if a.max_input_mb == 0 {
-        return Err(Error::bad_input("--max-input-mb 0: give at least 1"));
-    }
-    // Before anything is read or written: no output is the input or another output.
-    let outs: Vec<(&str, &Path)> = [
-        ("--folded", &a.folded),
-        ("--svg", &a.svg),
-        ("--save-script", &a.save_script),
-    ]
-    .into_iter()
-    .filter_map(|(f, p)| Some((f, p.as_deref()?)))
-    .collect();
-    let ins: Vec<(&str, &Path)> = a
-        .perf_script
-        .iter()
-        .map(|p| ("--perf-script", p.as_path()))
-        .collect();
-    files::refuse_same(&ins, &outs)?;
+    check_args(&a)?;
     let folded_out = a
         .folded
         .as_deref()
@@ -163,105 +134,16 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         .as_deref()
         .map(|p| open_output("--svg", p))
         .transpose()?;
-    let mut opts = profile::Options {
+    let opts = profile::Options {
         top_stacks: a.top,
         event: a.event.clone(),
         max_input_bytes: a.max_input_mb.saturating_mul(1 << 20),
         empty_is_idle: false,
     };
-    let an = if let Some(path) = &a.perf_script {
-        if a.save_script.is_some() {
-            return Err(Error::bad_input(
-                "--save-script: only with a live recording (--pid or --process)",
-            ));
-        }
-        // A FIFO, device or directory is refused without blocking.
-        let file = files::open_input(path, "--perf-script")?;
-        let src = Source {
-            kind: "perf-script".into(),
-            file: Some(path.display().to_string()),
-            pid: None,
-            comm: None,
-            seconds: None,
-            frequency_hz: None,
-            event: None,
-            recording: None,
-        };
-        let name = format!("--perf-script {}", path.display());
-        profile::analyse_reader(BufReader::with_capacity(1 << 18, file), &name, src, &opts)?
-    } else {
-        let pid = match (&a.pid, &a.process) {
-            (Some(p), _) => *p,
-            (None, Some(name)) => collect::find_process(name)?,
-            (None, None) => unreachable_target()?,
-        };
-        let comm = collect::comm_of(pid)
-            .ok_or_else(|| Error::bad_input(format!("--pid {pid}: no such process")))?;
-        let save = a
-            .save_script
-            .as_deref()
-            .map(|p| open_output("--save-script", p))
-            .transpose()?;
-        let mode = collect::Mode {
-            attach: a.attach,
-            call_graph: a.call_graph,
-        };
-        let what = format!(
-            "recording {comm} (pid {pid}) at {} Hz, {}; expected cost to the server: {}",
-            a.frequency,
-            mode.describe(),
-            collect::expected_cost(mode, a.frequency)
-        );
-        let shown = crate::progress::Window::start("profile", &what, a.seconds);
-        let req = collect::Request {
-            pid,
-            seconds: a.seconds,
-            frequency_hz: a.frequency,
-        };
-        let src = Source {
-            kind: "perf-record".into(),
-            file: None,
-            pid: Some(pid),
-            comm: Some(comm),
-            seconds: Some(a.seconds),
-            frequency_hz: Some(a.frequency),
-            event: None,
-            recording: Some(mode.describe()),
-        };
-        opts.empty_is_idle = true;
-        let (an, _event) = collect::record_with(&req, mode, |r| match save {
-            Some(mut saved) => {
-                // A second handle on the temp file: the Tee owns it, `saved` renames it.
-                let file = saved
-                    .file()
-                    .try_clone()
-                    .map_err(|e| Error::runtime(format!("--save-script: writing failed ({e})")))?;
-                let mut tee = BufReader::with_capacity(
-                    1 << 18,
-                    Tee {
-                        inner: r,
-                        out: BufWriter::new(file),
-                        failed: None,
-                    },
-                );
-                let an = profile::analyse_reader(&mut tee, "perf script output", src, &opts)?;
-                let tee = tee.into_inner();
-                let mut out = tee.out;
-                if let Some(e) = tee.failed.or_else(|| out.flush().err()) {
-                    return Err(Error::runtime(format!(
-                        "--save-script: writing failed ({e})"
-                    )));
-                }
-                drop(out);
-                saved.commit()?;
-                Ok(an)
-            }
-            None => profile::analyse_reader(r, "perf script output", src, &opts),
-        })?;
-        drop(shown);
-        an
+    let an = match &a.perf_script {
+        Some(path) => from_file(&a, path, &opts)?,
+        None => live(&a, opts)?,
     };
-
     if let (Some(p), Some(f)) = (&a.folded, folded_out) {
         write_out(
             "--folded",
@@ -280,6 +162,146 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         print!("{}", profile::render::text(&an.doc));
     }
     Ok(EXIT_OK)
+}
+
+/// The flags' ranges, and that no output is the input or another output (before anything is
+/// read or written).
+fn check_args(a: &ProfileArgs) -> Result<()> {
+    if !(a.seconds > 0.0 && a.seconds <= 3600.0) {
+        return Err(Error::bad_input(format!(
+            "--duration {}s: give a value in (0s, 1h]",
+            a.seconds
+        )));
+    }
+    if !(1..=100_000).contains(&a.frequency) {
+        return Err(Error::bad_input(format!(
+            "--hz {}: give 1..100000 samples per second",
+            a.frequency
+        )));
+    }
+    if a.max_input_mb == 0 {
+        return Err(Error::bad_input("--max-input-mb 0: give at least 1"));
+    }
+    let outs: Vec<(&str, &Path)> = [
+        ("--folded", &a.folded),
+        ("--svg", &a.svg),
+        ("--save-script", &a.save_script),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| Some((f, p.as_deref()?)))
+    .collect();
+    let ins: Vec<(&str, &Path)> = a
+        .perf_script
+        .iter()
+        .map(|p| ("--perf-script", p.as_path()))
+        .collect();
+    files::refuse_same(&ins, &outs)
+}
+
+/// The analysis of a saved `perf script` text.
+fn from_file(a: &ProfileArgs, path: &Path, opts: &profile::Options) -> Result<profile::Analysis> {
+    if a.save_script.is_some() {
+        return Err(Error::bad_input(
+            "--save-script: only with a live recording (--pid or --process)",
+        ));
+    }
+    // A FIFO, device or directory is refused without blocking.
+    let file = files::open_input(path, "--perf-script")?;
+    let src = Source {
+        kind: "perf-script".into(),
+        file: Some(path.display().to_string()),
+        pid: None,
+        comm: None,
+        seconds: None,
+        frequency_hz: None,
+        event: None,
+        recording: None,
+    };
+    let name = format!("--perf-script {}", path.display());
+    profile::analyse_reader(BufReader::with_capacity(1 << 18, file), &name, src, opts)
+}
+
+/// A live recording of `--pid` or `--process`, analysed as perf script streams it (and saved
+/// with `--save-script`).
+fn live(a: &ProfileArgs, mut opts: profile::Options) -> Result<profile::Analysis> {
+    let pid = match (&a.pid, &a.process) {
+        (Some(p), _) => *p,
+        (None, Some(name)) => collect::find_process(name)?,
+        (None, None) => unreachable_target()?,
+    };
+    let comm = collect::comm_of(pid)
+        .ok_or_else(|| Error::bad_input(format!("--pid {pid}: no such process")))?;
+    let save = a
+        .save_script
+        .as_deref()
+        .map(|p| open_output("--save-script", p))
+        .transpose()?;
+    let mode = collect::Mode {
+        attach: a.attach,
+        call_graph: a.call_graph,
+    };
+    let what = format!(
+        "recording {comm} (pid {pid}) at {} Hz, {}; expected cost to the server: {}",
+        a.frequency,
+        mode.describe(),
+        collect::expected_cost(mode, a.frequency)
+    );
+    let shown = crate::progress::Window::start("profile", &what, a.seconds);
+    let req = collect::Request {
+        pid,
+        seconds: a.seconds,
+        frequency_hz: a.frequency,
+    };
+    let src = Source {
+        kind: "perf-record".into(),
+        file: None,
+        pid: Some(pid),
+        comm: Some(comm),
+        seconds: Some(a.seconds),
+        frequency_hz: Some(a.frequency),
+        event: None,
+        recording: Some(mode.describe()),
+    };
+    opts.empty_is_idle = true;
+    let (an, _event) = collect::record_with(&req, mode, |r| match save {
+        Some(saved) => analyse_saving(r, saved, src, &opts),
+        None => profile::analyse_reader(r, "perf script output", src, &opts),
+    })?;
+    drop(shown);
+    Ok(an)
+}
+
+/// Analyse perf script's output while a copy of it goes to `--save-script`.
+fn analyse_saving(
+    r: &mut dyn std::io::BufRead,
+    mut saved: files::Output,
+    src: Source,
+    opts: &profile::Options,
+) -> Result<profile::Analysis> {
+    // A second handle on the temp file: the Tee owns it, `saved` renames it.
+    let file = saved
+        .file()
+        .try_clone()
+        .map_err(|e| Error::runtime(format!("--save-script: writing failed ({e})")))?;
+    let mut tee = BufReader::with_capacity(
+        1 << 18,
+        Tee {
+            inner: r,
+            out: BufWriter::new(file),
+            failed: None,
+        },
+    );
+    let an = profile::analyse_reader(&mut tee, "perf script output", src, opts)?;
+    let tee = tee.into_inner();
+    let mut out = tee.out;
+    if let Some(e) = tee.failed.or_else(|| out.flush().err()) {
+        return Err(Error::runtime(format!(
+            "--save-script: writing failed ({e})"
+        )));
+    }
+    drop(out);
+    saved.commit()?;
+    Ok(an)
 }
 
 fn unreachable_target() -> Result<u32> {

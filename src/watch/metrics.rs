@@ -207,6 +207,15 @@ impl Metrics {
             m.journal_open.clone(),
         );
         let r = root.sub_registry_with_prefix("watch");
+        m.register_samples(r);
+        m.register_sampler(r);
+        m.register_rt(r);
+        (m, root)
+    }
+
+    /// The sampled series: threads, bursts, the spin budget.
+    fn register_samples(&self, r: &mut Registry) {
+        let m = self;
         r.register(
             "threads_running",
             "Threads_running at every SQL read (own session excluded)",
@@ -249,6 +258,11 @@ impl Metrics {
             Unit::Seconds,
             m.burst_duration.clone(),
         );
+    }
+
+    /// The sampler's own health: its rates, gaps, round trips, CPU and connection.
+    fn register_sampler(&self, r: &mut Registry) {
+        let m = self;
         r.register(
             "sample_rate_hz",
             "Samples per second achieved over the last 10 s",
@@ -304,6 +318,11 @@ impl Metrics {
             Unit::Seconds,
             m.process_cpu.clone(),
         );
+    }
+
+    /// The rt series (present once an rt capture has closed an interval).
+    fn register_rt(&self, r: &mut Registry) {
+        let m = self;
         r.register_with_unit(
             "rt",
             "The server's response time from packets on its host: each request's time to last byte of the answer (local servers, while a trigger reads an rt_* series)",
@@ -325,7 +344,6 @@ impl Metrics {
             "Packets the kernel dropped from the rt capture: the rt series miss requests meanwhile",
             m.rt_dropped.clone(),
         );
-        (m, root)
     }
 
     /// One closed rt interval of a server into its rt series, which the first creates.
