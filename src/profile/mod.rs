@@ -735,17 +735,7 @@ mod tests {
 
     #[test]
     fn too_few_samples_put_the_doubt_before_the_headline() {
-        let src = |_: ()| Source {
-            kind: "perf-script".into(),
-            file: None,
-            pid: None,
-            comm: None,
-            seconds: None,
-            frequency_hz: None,
-            event: None,
-            recording: None,
-        };
-        let few = analyse(&spin_script(50), src(()), &Options::default()).unwrap();
+        let few = analyse(&spin_script(50), script_source(), &Options::default()).unwrap();
         let d = &few.doc;
         assert!(d.too_few_samples && d.spin_share > 0.9, "{d:?}");
         let h = d.headline.as_deref().unwrap();
@@ -754,7 +744,7 @@ mod tests {
         let warn = t.find("too few samples (50)").expect("warning shown");
         let head = t.find("only 50 samples").expect("headline shown");
         assert!(warn < head, "the warning comes first:\n{t}");
-        let many = analyse(&spin_script(300), src(()), &Options::default()).unwrap();
+        let many = analyse(&spin_script(300), script_source(), &Options::default()).unwrap();
         let h = many.doc.headline.as_deref().unwrap();
         assert!(
             h.starts_with("100% of the profiled CPU is spin waiting"),
@@ -763,9 +753,9 @@ mod tests {
         assert!(!render::text(&many.doc).contains("too few"));
     }
 
-    #[test]
-    fn empty_and_garbled_are_bad_input() {
-        let src = Source {
+    /// The source of a perf script text with nothing else known.
+    fn script_source() -> Source {
+        Source {
             kind: "perf-script".into(),
             file: None,
             pid: None,
@@ -774,7 +764,12 @@ mod tests {
             frequency_hz: None,
             event: None,
             recording: None,
-        };
+        }
+    }
+
+    #[test]
+    fn empty_and_garbled_are_bad_input() {
+        let src = script_source();
         assert!(matches!(
             analyse("", src.clone(), &Options::default()),
             Err(Error::BadInput(_))
