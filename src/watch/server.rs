@@ -1165,9 +1165,12 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Each trigger fed the sample; one that fires starts a capture unless one is running.
+    /// Each trigger fed the sample; one that fires starts a capture unless one is running. A
+    /// capture starts the cooldown of every trigger of the server: the default triggers are two
+    /// views (SQL and /proc) of one pile-up, and one capture per cooldown is what is wanted.
     fn fire_triggers(&mut self, s: &Sample, inf: &Info) {
         let sh = self.sh;
+        let mut began = None;
         for ev in self.evals.iter_mut() {
             let series = ev.trigger.series;
             if !s.has(series) {
@@ -1185,8 +1188,17 @@ impl<'a> Watch<'a> {
                         self.w.name, f.trigger, p.fired.trigger
                     ));
                 } else {
+                    let t_ms = f.t_ms;
                     self.pending = begin(sh, &self.w, inf, f);
+                    if self.pending.is_some() {
+                        began = Some(t_ms);
+                    }
                 }
+            }
+        }
+        if let Some(t_ms) = began {
+            for ev in self.evals.iter_mut() {
+                ev.quiet_from(t_ms);
             }
         }
     }

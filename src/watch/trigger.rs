@@ -17,7 +17,8 @@
 //! them only.
 //!
 //! `for` is how long the condition must hold without a break (default: one sample);
-//! `cooldown` is how long the trigger stays quiet after it fired (default: `--cooldown`).
+//! `cooldown` is how long the trigger stays quiet after it fired or after another trigger of the
+//! same server started a capture (default: `--cooldown`).
 //! After a cooldown the condition must also have been false once before it fires again, so one
 //! long pile-up makes one capture.
 
@@ -376,6 +377,15 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
+    /// Start this trigger's cooldown at `t_ms` (a capture began, whichever trigger fired it); it
+    /// fires again only after the cooldown and once its condition has been false.
+    pub fn quiet_from(&mut self, t_ms: f64) {
+        if self.last_fired.is_none_or(|f| f < t_ms) {
+            self.last_fired = Some(t_ms);
+        }
+        self.rearmed = false;
+    }
+
     pub fn new(trigger: Trigger, default_cooldown_ms: f64) -> Evaluator {
         Evaluator {
             cooldown_ms: trigger.cooldown_ms.unwrap_or(default_cooldown_ms),
@@ -664,6 +674,28 @@ mod tests {
         assert_eq!(fired[0].t_ms, 130.0);
         assert_eq!(fired[0].since_ms, 100.0);
         assert_eq!(fired[1].t_ms, 1430.0);
+    }
+
+    #[test]
+    fn a_capture_by_another_trigger_starts_this_ones_cooldown() {
+        // Quieted at 100 ms (another trigger's capture), cooldown 1000 ms: the high spell at
+        // 400..600 is inside it, the one at 1400..1600 fires.
+        let mut ev = Evaluator::new(parse("running > 4 for 30ms").unwrap(), 1000.0);
+        ev.quiet_from(100.0);
+        let mut fired = vec![];
+        for i in 0..200 {
+            let t = i as f64 * 10.0;
+            let high = (400.0..600.0).contains(&t) || (1400.0..1600.0).contains(&t);
+            let p = Point {
+                t_ms: t,
+                value: if high { 9.0 } else { 1.0 },
+            };
+            if let Some(f) = ev.step(p, 2.0, none) {
+                fired.push(f);
+            }
+        }
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(fired[0].t_ms, 1430.0);
     }
 
     #[test]
