@@ -1,7 +1,7 @@
 //! Golden files of the text reports (tests/golden/text/): doctor from snapshot fixtures, spin
 //! from a saved probe and a reference CPU, sweep from a saved sweep document, profile from a
-//! perf-script fixture. Every input is a file in tests/fixtures, so the output is stable; a
-//! change to a report shows up as a diff here. Regenerate with
+//! perf-script fixture, probe from a saved probe. Every input is a file in tests/fixtures, so
+//! the output is stable; a change to a report shows up as a diff here. Regenerate with
 //! `UPDATE_GOLDEN=1 cargo test --release --test golden_text` and read the diff.
 
 use std::path::Path;
@@ -107,6 +107,14 @@ fn sweep_text_report_from_a_saved_document() {
     let doc: spinscope::report::sweep::SweepDoc = serde_json::from_str(&text).unwrap();
     golden("sweep_report.txt", &spinscope::report::sweep::render(&doc));
     golden("sweep_report.csv", &spinscope::report::sweep::csv(&doc));
+}
+
+/// The probe's human report of a saved probe (`probe` itself only prints what it measured).
+#[test]
+fn probe_text_report_from_a_saved_probe() {
+    let path = root().join("tests/fixtures/report/probe.json");
+    let doc = spinscope::cpu::load_probe_file(&path).unwrap();
+    golden("probe_report.txt", &spinscope::report::probe::render(&doc));
 }
 
 #[test]

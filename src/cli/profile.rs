@@ -2,14 +2,14 @@
 //! spin/latch/kernel-lock frames, and report weighted shares, sample counts, Amdahl bounds
 //! (upper bounds) and a flame graph.
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
 use crate::error::{Error, Result, EXIT_OK};
 use crate::files;
-use crate::profile::{self, collect, Source};
+use crate::profile::{self, collect};
 use crate::report;
 
 /// Arguments of `spinscope profile`.
@@ -99,25 +99,6 @@ fn write_out(flag: &str, path: &Path, mut out: files::Output, bytes: &[u8]) -> R
     out.commit()
 }
 
-/// A reader that copies what it reads to a file (`--save-script` while streaming).
-struct Tee<R, W: Write> {
-    inner: R,
-    out: BufWriter<W>,
-    failed: Option<std::io::Error>,
-}
-
-impl<R: Read, W: Write> Read for Tee<R, W> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if self.failed.is_none() {
-            if let Err(e) = self.out.write_all(&buf[..n]) {
-                self.failed = Some(e);
-            }
-        }
-        Ok(n)
-    }
-}
-
 /// Run `spinscope profile`.
 pub fn run(a: ProfileArgs) -> Result<i32> {
     if a.diff.is_some() {
@@ -141,7 +122,12 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         empty_is_idle: false,
     };
     let an = match &a.perf_script {
-        Some(path) => from_file(&a, path, &opts)?,
+        Some(_) if a.save_script.is_some() => {
+            return Err(Error::bad_input(
+                "--save-script: only with a live recording (--pid or --process)",
+            ))
+        }
+        Some(path) => profile::run::analyse_file(path, &opts)?,
         None => live(&a, opts)?,
     };
     if let (Some(p), Some(f)) = (&a.folded, folded_out) {
@@ -198,174 +184,29 @@ fn check_args(a: &ProfileArgs) -> Result<()> {
     files::refuse_same(&ins, &outs)
 }
 
-/// The analysis of a saved `perf script` text.
-fn from_file(a: &ProfileArgs, path: &Path, opts: &profile::Options) -> Result<profile::Analysis> {
-    if a.save_script.is_some() {
-        return Err(Error::bad_input(
-            "--save-script: only with a live recording (--pid or --process)",
-        ));
-    }
-    // A FIFO, device or directory is refused without blocking.
-    let file = files::open_input(path, "--perf-script")?;
-    let src = Source {
-        kind: "perf-script".into(),
-        file: Some(path.display().to_string()),
-        pid: None,
-        comm: None,
-        seconds: None,
-        frequency_hz: None,
-        event: None,
-        recording: None,
-    };
-    let name = format!("--perf-script {}", path.display());
-    profile::analyse_reader(BufReader::with_capacity(1 << 18, file), &name, src, opts)
-}
-
 /// A live recording of `--pid` or `--process`, analysed as perf script streams it (and saved
-/// with `--save-script`).
-fn live(a: &ProfileArgs, mut opts: profile::Options) -> Result<profile::Analysis> {
-    let pid = match (&a.pid, &a.process) {
-        (Some(p), _) => *p,
-        (None, Some(name)) => collect::find_process(name)?,
-        (None, None) => unreachable_target()?,
-    };
-    let comm = collect::comm_of(pid)
-        .ok_or_else(|| Error::bad_input(format!("--pid {pid}: no such process")))?;
+/// with `--save-script`), under a progress window.
+fn live(a: &ProfileArgs, opts: profile::Options) -> Result<profile::Analysis> {
+    let (pid, comm) = profile::run::target(a.pid, a.process.as_deref())?;
     let save = a
         .save_script
         .as_deref()
         .map(|p| open_output("--save-script", p))
         .transpose()?;
-    let mode = collect::Mode {
-        attach: a.attach,
-        call_graph: a.call_graph,
-    };
-    let what = format!(
-        "recording {comm} (pid {pid}) at {} Hz, {}; expected cost to the server: {}",
-        a.frequency,
-        mode.describe(),
-        collect::expected_cost(mode, a.frequency)
-    );
-    let shown = crate::progress::Window::start("profile", &what, a.seconds);
-    let req = collect::Request {
+    let live = profile::run::Live {
         pid,
+        comm,
         seconds: a.seconds,
         frequency_hz: a.frequency,
+        mode: collect::Mode {
+            attach: a.attach,
+            call_graph: a.call_graph,
+        },
     };
-    let src = Source {
-        kind: "perf-record".into(),
-        file: None,
-        pid: Some(pid),
-        comm: Some(comm),
-        seconds: Some(a.seconds),
-        frequency_hz: Some(a.frequency),
-        event: None,
-        recording: Some(mode.describe()),
-    };
-    opts.empty_is_idle = true;
-    let (an, _event) = collect::record_with(&req, mode, |r| match save {
-        Some(saved) => analyse_saving(r, saved, src, &opts),
-        None => profile::analyse_reader(r, "perf script output", src, &opts),
-    })?;
+    let shown = crate::progress::Window::start("profile", &live.describe(), a.seconds);
+    let an = profile::run::record(&live, opts, save)?;
     drop(shown);
     Ok(an)
-}
-
-/// Analyse perf script's output while a copy of it goes to `--save-script`.
-fn analyse_saving(
-    r: &mut dyn std::io::BufRead,
-    mut saved: files::Output,
-    src: Source,
-    opts: &profile::Options,
-) -> Result<profile::Analysis> {
-    // A second handle on the temp file: the Tee owns it, `saved` renames it.
-    let file = saved
-        .file()
-        .try_clone()
-        .map_err(|e| Error::runtime(format!("--save-script: writing failed ({e})")))?;
-    let mut tee = BufReader::with_capacity(
-        1 << 18,
-        Tee {
-            inner: r,
-            out: BufWriter::new(file),
-            failed: None,
-        },
-    );
-    let an = profile::analyse_reader(&mut tee, "perf script output", src, opts)?;
-    let tee = tee.into_inner();
-    let mut out = tee.out;
-    if let Some(e) = tee.failed.or_else(|| out.flush().err()) {
-        return Err(Error::runtime(format!(
-            "--save-script: writing failed ({e})"
-        )));
-    }
-    drop(out);
-    saved.commit()?;
-    Ok(an)
-}
-
-fn unreachable_target() -> Result<u32> {
-    Err(Error::bad_input(
-        "give --pid PID, --process NAME or --perf-script FILE",
-    ))
-}
-
-/// Read one input of `--diff` as a side of the comparison, whatever its format.
-fn diff_side(path: &Path, a: &ProfileArgs) -> Result<profile::diff::Side> {
-    use profile::diff_input::{self, Format};
-    use std::io::BufRead;
-    let name = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::bad_input(format!("--diff {name}: cannot read it ({e})")))?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(Error::bad_input(format!(
-            "--diff {name}: is a directory; give a folded file, a `perf script` text or a profile \
-             JSON (a watch capture's perf-script.txt, for one)"
-        )));
-    }
-    let max = a.max_input_mb.saturating_mul(1 << 20);
-    let mut r = BufReader::with_capacity(1 << 18, file.take(max.saturating_add(1)));
-    let head = r
-        .fill_buf()
-        .map_err(|e| Error::bad_input(format!("--diff {name}: reading failed ({e})")))?;
-    match diff_input::sniff(head) {
-        Format::Folded => Ok(diff_input::from_folded(
-            &name,
-            diff_input::read_folded(r, &format!("--diff {name}"))?,
-        )),
-        Format::ProfileJson => {
-            let mut text = String::new();
-            r.read_to_string(&mut text).map_err(|e| {
-                Error::bad_input(format!(
-                    "--diff {name}: not UTF-8 text ({e}): give a profile JSON"
-                ))
-            })?;
-            diff_input::from_profile_json(&format!("--diff {name}"), &text).map(|mut s| {
-                s.input.name = name.clone();
-                s
-            })
-        }
-        Format::PerfScript => {
-            let opts = profile::Options {
-                top_stacks: 0,
-                event: a.event.clone(),
-                max_input_bytes: max,
-                empty_is_idle: false,
-            };
-            let src = Source {
-                kind: "perf-script".into(),
-                file: Some(name.clone()),
-                pid: None,
-                comm: None,
-                seconds: None,
-                frequency_hz: None,
-                event: None,
-                recording: None,
-            };
-            let an = profile::analyse_reader(r, &format!("--diff {name}"), src, &opts)?;
-            Ok(diff_input::from_analysis(&name, &an))
-        }
-    }
 }
 
 /// `profile --diff BEFORE AFTER`.
@@ -390,20 +231,13 @@ fn run_diff(a: &ProfileArgs) -> Result<i32> {
         .as_deref()
         .map(|p| open_output("--svg", p))
         .transpose()?;
-    let (b, f) = (diff_side(before, a)?, diff_side(after, a)?);
-    let all = profile::diff::Limits {
-        functions: usize::MAX,
-        stacks: usize::MAX,
-    };
-    let mut d = profile::diff::build(b, f, all);
+    let max = a.max_input_mb.saturating_mul(1 << 20);
+    let mut d = profile::run::compare(before, after, a.event.as_deref(), max)?;
     if let (Some(p), Some(out)) = (&a.svg, svg_out) {
         let svg = profile::svg::differential(&d.stacks, "spinscope profile --diff")?;
         write_out("--svg", p, out, svg.as_bytes())?;
     }
-    d.truncate(profile::diff::Limits {
-        functions: a.top.max(1) * 6,
-        ..Default::default()
-    });
+    d.truncate(profile::run::shown(a.top));
     if a.json {
         report::print_json(&d)?;
     } else {

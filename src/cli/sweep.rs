@@ -12,11 +12,8 @@ use crate::load::{schema, ClientKind};
 use crate::report::sweep::{self as doc_mod, SweepDoc};
 use crate::report::sweep_html;
 use crate::server::conn::{self as server_conn, ConnArgs};
-use crate::sweep::{self, connector, Connectors, Outputs, SweepPlan};
+use crate::sweep::{self, connector, secs, Connectors, Outputs, SweepPlan};
 use std::path::PathBuf;
-
-/// Kept here for the other commands' flags.
-pub(crate) use crate::sweep::secs;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -179,14 +176,7 @@ pub fn run(args: SweepArgs) -> Result<i32> {
     match args.command {
         SweepCommand::Prepare(a) => {
             schema::check_schema_name(&a.schema)?;
-            let limits: [(&str, u64, u64); 3] = [
-                ("--tables", a.tables.into(), 1000),
-                ("--table-size", a.table_size, 2_000_000_000),
-                ("--load-threads", a.load_threads.into(), 64),
-            ];
-            if let Some((flag, v, max)) = limits.iter().find(|(_, v, max)| *v == 0 || v > max) {
-                return Err(Error::bad_input(format!("{flag} {v}: use 1..={max}")));
-            }
+            schema::check_prepare_sizes(a.tables, a.table_size, a.load_threads)?;
             let c = connector(&server_conn::resolve(&a.conn)?, None);
             let mut shown = crate::progress::Prepare::new(&a.schema);
             let (t, n, lt, f) = (a.tables, a.table_size, a.load_threads, a.force);
@@ -263,26 +253,18 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     if let Some(p) = &a.html {
         crate::files::check_output(p, "--html")?;
     }
-    let names = || vec![THROUGHPUT.into(), P99.into()];
     let charts = a.charts.as_ref();
     let charts = charts
-        .map(|d| OutputDir::open(d, names(), "--charts", true))
+        .map(|d| OutputDir::open(d, sweep_html::chart_files(), "--charts", true))
         .transpose()?;
     let target = server_conn::resolve(&a.conn)?;
     crate::interrupt::set_query_timeout(target.query_timeout);
     let conns = Connectors::for_target(&target, &plan.schema);
     let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
-    // The error that stopped the sweep (a refusal, a failed step) is printed once, on stderr:
-    // the text report leaves its "stopped early" line out, and is not printed at all when no
-    // step ran. The saved document and --json keep the reason.
-    let shown = match &done.error {
-        Some(_) if done.doc.steps.is_empty() => None,
-        Some(_) => Some(SweepDoc {
-            stopped_because: None,
-            ..done.doc.clone()
-        }),
-        None => Some(done.doc.clone()),
-    };
+    // The error that stopped the sweep (a refusal, a failed step) is printed once, on stderr,
+    // by main; the text report shows what `shown` keeps. The saved document and --json keep
+    // the reason.
+    let shown = done.shown();
     write_outputs(shown.as_ref(), &done.doc, &a, charts.as_ref())?;
     if let Some(e) = done.error {
         return Err(e);
@@ -294,9 +276,6 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     })
 }
 
-const THROUGHPUT: &str = "throughput.svg";
-const P99: &str = "p99.svg";
-
 /// `shown` is what stdout's text report shows (None: nothing), `doc` the whole document for
 /// the files and --json.
 fn write_outputs(
@@ -306,10 +285,7 @@ fn write_outputs(
     charts: Option<&OutputDir>,
 ) -> Result<()> {
     if let Some(out) = charts {
-        out.write(&[
-            (THROUGHPUT.to_string(), sweep_html::throughput_chart(doc)),
-            (P99.to_string(), sweep_html::p99_chart(doc)),
-        ])?;
+        out.write(&sweep_html::charts(doc))?;
     }
     if let Some(p) = &a.html {
         crate::files::write_atomic(p, sweep_html::html(doc).as_bytes(), "--html", true)?;

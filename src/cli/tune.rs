@@ -66,7 +66,7 @@ pub struct TuneArgs {
     pub seed: u64,
 }
 
-use super::sweep::secs;
+use crate::sweep::secs;
 
 fn plan(a: &TuneArgs) -> Result<TunePlan> {
     let (kind, custom) = match &a.sql {

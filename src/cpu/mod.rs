@@ -322,6 +322,14 @@ pub fn resolve_cpus(spec: &str, allowed: &[usize]) -> Result<Vec<usize>> {
     Ok(list)
 }
 
+/// [`resolve_cpus`] against this process's affinity mask (empty when it cannot be read).
+pub fn resolve_cpus_here(spec: &str) -> Result<Vec<usize>> {
+    let allowed = measure::get_affinity()
+        .map(|s| measure::cpus_in(&s))
+        .unwrap_or_default();
+    resolve_cpus(spec, &allowed)
+}
+
 fn measure_series(
     cpu: usize,
     hint: Hint,

@@ -53,6 +53,20 @@ pub fn check_schema_name(s: &str) -> Result<()> {
     Ok(())
 }
 
+/// Check `sweep prepare`'s sizes: tables 1..=1000, rows per table 1..=2e9, loading
+/// connections 1..=64.
+pub fn check_prepare_sizes(tables: u32, table_size: u64, load_threads: u32) -> Result<()> {
+    let limits: [(&str, u64, u64); 3] = [
+        ("--tables", tables.into(), 1000),
+        ("--table-size", table_size, 2_000_000_000),
+        ("--load-threads", load_threads.into(), 64),
+    ];
+    if let Some((flag, v, max)) = limits.iter().find(|(_, v, max)| *v == 0 || v > max) {
+        return Err(Error::bad_input(format!("{flag} {v}: use 1..={max}")));
+    }
+    Ok(())
+}
+
 fn system_refusal(s: &str) -> Error {
     Error::bad_input(format!(
         "--schema {s}: a system schema of the server; spinscope never writes there, --force or not. Use a schema of its own, e.g. --schema spinscope"

@@ -10,6 +10,7 @@ pub mod elf;
 pub mod fold;
 pub mod render;
 pub mod rules;
+pub mod run;
 pub mod svg;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -5,6 +5,7 @@ pub mod spin;
 pub mod chart;
 pub mod html;
 pub mod lab;
+pub mod probe;
 pub mod sweep;
 pub mod sweep_html;
 pub mod timeline;

@@ -63,6 +63,23 @@ fn repeats<'a>(doc: &'a SweepDoc, variant: &'a str) -> impl Iterator<Item = &'a 
         .filter(move |s| s.variant == variant && !s.interrupted && s.invalid.is_none())
 }
 
+/// The chart files of `sweep run --charts`.
+const THROUGHPUT_SVG: &str = "throughput.svg";
+const P99_SVG: &str = "p99.svg";
+
+/// The names of the files [`charts`] returns, for checking the paths before a run.
+pub fn chart_files() -> Vec<String> {
+    vec![THROUGHPUT_SVG.into(), P99_SVG.into()]
+}
+
+/// Every chart as (file name, SVG): throughput and p99 against threads.
+pub fn charts(doc: &SweepDoc) -> Vec<(String, String)> {
+    vec![
+        (THROUGHPUT_SVG.to_string(), throughput_chart(doc)),
+        (P99_SVG.to_string(), p99_chart(doc)),
+    ]
+}
+
 /// Throughput against concurrency: per variant the median of the repeats as a line, the single
 /// repeats as hollow points (when there are several), the USL fit dashed; invalid steps crossed.
 pub fn throughput_chart(doc: &SweepDoc) -> String {
@@ -219,4 +236,18 @@ pub fn html(doc: &SweepDoc) -> String {
     );
     let _ = writeln!(s, "</body></html>");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checked_names_are_the_written_ones() {
+        let doc: SweepDoc =
+            serde_json::from_str(include_str!("../../tests/fixtures/report/sweep.json")).unwrap();
+        let written: Vec<String> = charts(&doc).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(written, chart_files());
+        assert_eq!(chart_files(), ["throughput.svg", "p99.svg"]);
+    }
 }

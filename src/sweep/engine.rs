@@ -30,6 +30,22 @@ pub struct SweepRun {
     pub error: Option<Error>,
 }
 
+impl SweepRun {
+    /// The document the text report shows: none when the sweep failed before any step; without
+    /// `stopped_because` when an error ended it (that error is said once, on stderr, by the
+    /// caller); else the whole document. The files and JSON keep the whole document.
+    pub fn shown(&self) -> Option<SweepDoc> {
+        match &self.error {
+            Some(_) if self.doc.steps.is_empty() => None,
+            Some(_) => Some(SweepDoc {
+                stopped_because: None,
+                ..self.doc.clone()
+            }),
+            None => Some(self.doc.clone()),
+        }
+    }
+}
+
 /// Run `plan` against the server behind `conns`. `Err` only before any load or change
 /// (bad plan, unreachable server, no prepared schema, a refused `--sql` statement); after
 /// that every path returns the document. A SIGINT/SIGTERM (the shared `crate::interrupt`
@@ -244,4 +260,37 @@ fn past_knee(doc: &SweepDoc, base: &str) -> bool {
         })
         .collect();
     knee::past_knee(&pts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saved() -> SweepDoc {
+        serde_json::from_str(include_str!("../../tests/fixtures/report/sweep.json")).unwrap()
+    }
+
+    #[test]
+    fn the_text_report_shows_the_whole_document_or_leaves_the_stop_to_stderr() {
+        let mut doc = saved();
+        doc.stopped_because = Some("the first step failed".into());
+        let whole = SweepRun {
+            doc: doc.clone(),
+            error: None,
+        };
+        assert_eq!(whole.shown().unwrap().stopped_because, doc.stopped_because);
+        let stopped = SweepRun {
+            doc: doc.clone(),
+            error: Some(Error::runtime("the first step failed")),
+        };
+        let shown = stopped.shown().unwrap();
+        assert_eq!(shown.stopped_because, None);
+        assert_eq!(shown.steps.len(), doc.steps.len());
+        doc.steps.clear();
+        let none_ran = SweepRun {
+            doc,
+            error: Some(Error::runtime("refused")),
+        };
+        assert!(none_ran.shown().is_none());
+    }
 }
