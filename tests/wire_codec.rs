@@ -32,7 +32,7 @@ fn packets(bytes: &[u8], first: u8) -> Vec<(u8, Vec<u8>)> {
     r.expect_seq(Some(first));
     let mut got = Vec::new();
     let used = r
-        .feed(bytes, &mut |p| {
+        .feed(bytes, |p| {
             got.push((p.seq, p.head.to_vec()));
             Flow::Go
         })
@@ -52,7 +52,7 @@ fn read_in(bytes: &[u8], cmd: u8, deprecate_eof: bool, piece: usize) -> (Outcome
     for (k, chunk) in bytes.chunks(piece).enumerate() {
         let mut done = None;
         let used = r
-            .feed(chunk, &mut |p| {
+            .feed(chunk, |p| {
                 match a.packet(&p) {
                     Progress::More => return Flow::Go,
                     Progress::Done(o) => done = Some(o),
@@ -149,7 +149,7 @@ fn a_response_read_with_the_wrong_eof_mode_is_an_error_or_incomplete_never_a_wro
     let mut r = PacketReader::new(1024, MAX_PAYLOAD);
     let mut a = Answer::new(com::STMT_EXECUTE, true);
     let mut outcomes = Vec::new();
-    let _ = r.feed(&f["execute_range_3"], &mut |p| {
+    let _ = r.feed(&f["execute_range_3"], |p| {
         outcomes.push(a.packet(&p));
         Flow::Go
     });
@@ -166,7 +166,7 @@ fn an_answer_with_a_sequence_id_out_of_order_is_refused() {
     let mut r = PacketReader::new(1024, MAX_PAYLOAD);
     // The answer starts at 1; expecting 2 (as after a request of two frames) fails.
     r.expect_seq(Some(2));
-    assert!(r.feed(&f["execute_point_row"], &mut |_| Flow::Go).is_err());
+    assert!(r.feed(&f["execute_point_row"], |_| Flow::Go).is_err());
 }
 
 proptest! {

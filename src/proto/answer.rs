@@ -301,7 +301,7 @@ mod tests {
         }
         let mut r = PacketReader::new(64, MAX_PAYLOAD);
         let mut got = Vec::new();
-        r.feed(&bytes, &mut |p| {
+        r.feed(&bytes, |p| {
             got.push(a.packet(&p));
             Flow::Go
         })

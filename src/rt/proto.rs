@@ -10,6 +10,7 @@
 //! The handshake and authentication are not requests; a connection already open when the
 //! capture starts is picked up at its next request (the first client run after a server run).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
@@ -211,11 +212,12 @@ impl Side {
 
     /// Feed bytes; `on_pkt` sees each packet completed by them. False when the framing broke
     /// (a sequence id out of order, a length past the protocol's): the side is then lost.
-    fn feed(&mut self, b: &[u8], on_pkt: &mut dyn FnMut(Packet<'_>)) -> bool {
+    /// Generic, as [`PacketReader::feed`] is: the per-packet work inlines into the reader.
+    fn feed(&mut self, b: &[u8], mut on_pkt: impl FnMut(Packet<'_>)) -> bool {
         if self.lost {
             return true;
         }
-        let fed = self.packets.feed(b, &mut |p| {
+        let fed = self.packets.feed(b, |p| {
             on_pkt(p);
             Flow::Go
         });
@@ -271,10 +273,15 @@ impl Conn {
     }
 }
 
+/// The connections by address. aHash with per-process random keys: every segment looks its
+/// connection up, SipHash (std's default) cost about a tenth of rt's CPU, and the random keys
+/// still keep crafted client ports from piling into one bucket.
+type ConnMap = HashMap<ConnKey, Conn, ahash::RandomState>;
+
 /// The per-connection state machine over every connection of the captured ports.
 #[derive(Default)]
 pub struct Tracker {
-    conns: HashMap<ConnKey, Conn>,
+    conns: ConnMap,
     pub counters: Counters,
 }
 
@@ -309,18 +316,22 @@ impl Tracker {
             c.last_ns = s.ts_ns;
             return;
         }
-        if !self.conns.contains_key(&s.key) {
-            if s.fin || s.rst || s.wire_len == 0 {
-                return;
+        // One lookup for the common case, a segment of a connection already tracked.
+        let tracked = self.conns.len();
+        let c = match self.conns.entry(s.key) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                if s.fin || s.rst || s.wire_len == 0 {
+                    return;
+                }
+                if tracked >= MAX_CONNECTIONS {
+                    self.counters.overflow += 1;
+                    return;
+                }
+                self.counters.connections_seen += 1;
+                v.insert(Conn::new(Mode::Unsynced, s.ts_ns))
             }
-            if self.conns.len() >= MAX_CONNECTIONS {
-                self.counters.overflow += 1;
-                return;
-            }
-            self.counters.connections_seen += 1;
-            self.conns.insert(s.key, Conn::new(Mode::Unsynced, s.ts_ns));
-        }
-        let c = self.conns.get_mut(&s.key).expect("present");
+        };
         c.last_ns = s.ts_ns;
         let d = s.dir as usize;
         let mut payload = s.payload;
@@ -433,7 +444,7 @@ fn client_bytes(
         Mode::Handshake => {
             let mut caps = None;
             let mut ssl_request = false;
-            c.client.feed(b, &mut |p| {
+            c.client.feed(b, |p| {
                 if caps.is_none() && p.seq == 1 && p.head.len() >= 4 {
                     caps = Some(u32::from_le_bytes([
                         p.head[0], p.head[1], p.head[2], p.head[3],
@@ -513,7 +524,7 @@ fn client_bytes(
             }
             // Walk the commands of the run: the last answered one is the request; unanswered
             // ones (COM_STMT_CLOSE before the next execute) are counted.
-            c.client.feed(b, &mut |p| {
+            c.client.feed(b, |p| {
                 let Some(&cmd) = p.head.first() else {
                     bad = true;
                     return;
@@ -576,7 +587,7 @@ fn server_bytes(
     match c.mode {
         Mode::Handshake => {
             let mut end = None;
-            c.server.feed(b, &mut |p| {
+            c.server.feed(b, |p| {
                 if p.seq >= 2 {
                     match p.head.first() {
                         Some(0x00) => end = Some(true),
@@ -641,7 +652,7 @@ fn server_bytes(
             };
             let (mut extra, mut finished) = (false, answer.finished());
             let mut unreadable = false;
-            let framed = c.server.feed(b, &mut |p| {
+            let framed = c.server.feed(b, |p| {
                 if finished {
                     extra = true;
                     return;

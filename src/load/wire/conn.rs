@@ -272,7 +272,7 @@ impl Handshake {
     fn read(&mut self, s: &mut Stream) -> Result<(u8, Vec<u8>), WireError> {
         loop {
             let mut got = None;
-            let used = self.packets.feed(&self.pending, &mut |p| {
+            let used = self.packets.feed(&self.pending, |p| {
                 got = Some((p.seq, p.head.to_vec()));
                 Flow::Stop
             })?;
@@ -534,7 +534,7 @@ impl WireConn {
         let mut at = 0;
         while at < bytes.len() && bad.is_none() {
             let (answer, unsolicited) = (&mut self.answer, &mut self.unsolicited);
-            at += self.packets.feed(&bytes[at..], &mut |p| {
+            at += self.packets.feed(&bytes[at..], |p| {
                 let Some(a) = answer.as_mut() else {
                     match crate::proto::parse_err(p.head) {
                         Ok(e) if p.whole() => *unsolicited = Some(e),
