@@ -317,7 +317,8 @@ pub fn record<T>(
 /// The recording is streamed: `perf record -o -` writes into a pipe that spinscope drains into
 /// memory at once (perf record never waits on the reader, so it loses nothing to a slow
 /// consumer), and `perf script -i -` reads it while the recording runs, at a lower CPU priority
-/// (nice 10) so that on a saturated host it takes only CPU the server leaves. `consume` reads
+/// (nice 10) so that on a saturated host it takes only CPU the server leaves; when the
+/// recording ends it gets this process's priority back, as the answer now waits on it. `consume` reads
 /// perf script's output as it comes; when the recording ends only the tail is left to read.
 pub fn record_with<T>(
     req: &Request,
@@ -441,6 +442,24 @@ pub fn record_with<T>(
 /// perf script's niceness while it reads the recording as it is made.
 const SCRIPT_NICE: i32 = 10;
 
+/// Give `pid` (perf script, niced while the recording ran) this process's own niceness back.
+/// An unprivileged user may not raise a priority (EPERM without CAP_SYS_NICE or RLIMIT_NICE):
+/// then perf script stays at nice 10, as before.
+fn unnice(pid: libc::pid_t) {
+    if pid <= 0 {
+        return;
+    }
+    // SAFETY: getpriority/setpriority take no pointers; errno is this thread's.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let own = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if own == -1 && *libc::__errno_location() != 0 {
+            return;
+        }
+        libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, own);
+    }
+}
+
 /// At most this much of perf record's output waits in memory for perf script (a recording
 /// about 20x larger than a busy 2-minute per-CPU one; docs/PERFORMANCE.md).
 const MAX_BUFFERED: usize = 512 << 20;
@@ -486,6 +505,10 @@ fn run_recording(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The recording is over: from now on perf script decides when the answer comes, so it
+    // gets this process's priority back. Left at nice 10 on a host with other work at nice 0
+    // (two busy loops per CPU), its start (symbols, kallsyms) took over a minute.
+    unnice(script_pid);
     if perf.stop(Duration::from_secs(30)) {
         Recorded::Finished
     } else {
