@@ -96,12 +96,17 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
             .collect::<Vec<_>>()
     );
     // The share depends on the CPU and on how much of it the contended load gets: above 50%
-    // on a 2-vCPU AMD Zen 5 guest, 48-49% on a 2-vCPU Intel Xeon guest.
-    // What this test is about, finding the loops without symbols, is checked below by name.
+    // on a 2-vCPU AMD Zen 5 guest, 48-49% on a 2-vCPU Intel Xeon guest; 23.6% on the Zen 5
+    // guest with two busy loops per CPU beside the suite (fewer server threads run at once,
+    // so fewer wait). What this test is about, finding the loops without symbols, is checked
+    // below by name.
+    let floor = if common::overloaded() { 0.10 } else { 0.25 };
     assert!(
-        spin_share > 0.25,
-        "only {:.1}% of samples in spin loops",
-        100.0 * spin_share
+        spin_share > floor,
+        "only {:.1}% of samples in spin loops (floor {:.0}%, load {:?})",
+        100.0 * spin_share,
+        100.0 * floor,
+        std::fs::read_to_string("/proc/loadavg")
     );
     assert!(doc
         .spin_loops

@@ -150,7 +150,7 @@ fn prepare_run_ab_open_loop_and_cleanup() {
         // answer and its next request grows, which no latency counts: the bound then only
         // says the ratio is measured and sane, and the report names it (note "Little ratio").
         let ratio = s["little"]["ratio"].as_f64().unwrap();
-        let floor = if overloaded() { 0.3 } else { 0.8 };
+        let floor = if common::overloaded() { 0.3 } else { 0.8 };
         assert!(
             ratio > floor && ratio < 1.2,
             "Little ratio {ratio} (floor {floor}, load {:?}): {s}",
@@ -803,14 +803,4 @@ fn a_server_restart_during_a_step_makes_it_invalid() {
         "{inv}"
     );
     assert!(!doc["analysis"]["left_out"].as_array().unwrap().is_empty());
-}
-
-/// More than two runnable tasks per CPU over the last minute (the 1-minute load average).
-fn overloaded() -> bool {
-    let load: f64 = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    load > 2.0 * cpus
 }

@@ -18,6 +18,18 @@ pub fn doctor_cmd() -> std::process::Command {
     c
 }
 
+/// More than two runnable tasks per CPU over the last minute (the 1-minute load average): a
+/// host where other work takes most of the CPUs, so figures that depend on how much CPU the
+/// test's own server gets (a Little's-law ratio, a spin share) are checked with a lower floor.
+pub fn overloaded() -> bool {
+    let load: f64 = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    load > 2.0 * cpus
+}
+
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
