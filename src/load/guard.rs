@@ -15,6 +15,7 @@
 //! reads it again to prove it, and only then closes the journal record.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, Value};
@@ -24,7 +25,7 @@ use super::{describe_error, is_connection_error, Connector};
 use crate::error::{Error, Result};
 use crate::journal::{self, HolderState, Record, ServerId};
 
-pub use crate::model::Changed;
+pub use crate::globals::Changed;
 
 pub struct SettingsGuard {
     connect: Connector,
@@ -794,9 +795,17 @@ impl SettingsGuard {
         Ok(self.changed.len() - 1)
     }
 
-    /// Set every changed variable back and read it again. Prints one line per variable on
-    /// stderr; a variable that could not be restored is printed with the statement to run.
+    /// Set every changed variable back and read it again. A variable that could not be
+    /// restored is said on stderr with the statement to run; a success is said there only when
+    /// stdout is not a terminal (the report the caller prints lists every restore).
     pub fn restore(&mut self) -> Vec<Changed> {
+        self.restore_saying(false)
+    }
+
+    /// `always`: say every restore on stderr (the guard is dropped on an error path, so no
+    /// report will list them); otherwise a success is said there only when stdout is not a
+    /// terminal, as the report printed there lists it.
+    fn restore_saying(&mut self, always: bool) -> Vec<Changed> {
         if self.done {
             return self.changed.clone();
         }
@@ -815,7 +824,12 @@ impl SettingsGuard {
             };
             unanswered |= self.silent.is_some() && !self.changed[i].restored;
             self.changed[i].note = note;
-            eprintln!("spinscope: {}", self.changed[i].note);
+            // The report on stdout lists every restore; a success is said on stderr too only
+            // when stdout goes elsewhere (a file, a pipe), so a terminal does not show it twice.
+            // A failure is always said at once.
+            if always || !(self.changed[i].restored && std::io::stdout().is_terminal()) {
+                eprintln!("spinscope: {}", self.changed[i].note);
+            }
         }
         if self.silent.is_some() {
             // Nothing more to wait for: the locks go with the connection, the journal keeps
@@ -1002,7 +1016,7 @@ impl SettingsGuard {
 
 impl Drop for SettingsGuard {
     fn drop(&mut self) {
-        self.restore();
+        self.restore_saying(true);
     }
 }
 
