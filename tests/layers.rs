@@ -18,7 +18,7 @@ const RANKS: &[(&str, u32)] = &[
     // plain data, units, errors, files: below everything
     ("error", 0),
     ("units", 0),
-    ("model", 0),
+    ("globals", 0),
     // the progress trait engines call (the CLI's `progress` implements it)
     ("meter", 0),
     ("files", 1),

@@ -29,7 +29,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 "--rt with several servers: rt captures packets on one server's host; run doctor --rt there for each",
             ));
         }
-        return super::doctor_fleet::run(&a);
+        return super::fleet::run(&a);
     }
     let mut stop = Arc::new(AtomicBool::new(false));
     let (snap, source) = match &a.snapshot {

@@ -1,5 +1,5 @@
 //! The arguments of `spinscope doctor` and their checks, shared by the one-server run
-//! ([`super::doctor`]) and the fleet run ([`super::doctor_fleet`]).
+//! ([`super::doctor`]) and the fleet run ([`super::fleet`]).
 
 use std::path::PathBuf;
 

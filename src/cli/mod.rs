@@ -7,7 +7,7 @@ use crate::error::{Result, EXIT_OK};
 
 pub mod doctor;
 pub mod doctor_args;
-pub mod doctor_fleet;
+pub mod fleet;
 pub mod lab;
 pub mod probe;
 pub mod profile;

@@ -120,13 +120,13 @@ fn error_key(e: &mysql::Error) -> String {
     }
 }
 
-fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
-    let (cfg, wl) = (x.cfg, x.wl);
-    let mut r = ClientResult::new(x.n_windows);
+fn client(idx: u32, ctx: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
+    let (cfg, wl) = (ctx.cfg, ctx.wl);
+    let mut r = ClientResult::new(ctx.n_windows);
     let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (u64::from(idx) << 32));
-    let mine: &Counters = &x.shared.clients[idx as usize];
+    let mine: &Counters = &ctx.shared.clients[idx as usize];
     let mut conn = conn;
-    let mut prepared = match wl.prepare(&mut conn, x.cap) {
+    let mut prepared = match wl.prepare(&mut conn, ctx.cap) {
         Ok(p) => Some(p),
         Err(e) => {
             r.first_error = Some(format!("preparing statements: {}", describe_error(&e).1));
@@ -135,16 +135,16 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
         }
     };
     // Everyone prepared: the watcher fixes the start time, then all go together.
-    let t0 = x.start_together();
+    let t0 = ctx.start_together();
     let measure_from = t0 + cfg.warmup;
     let end = measure_from + cfg.duration;
-    let period = x.period();
+    let period = ctx.period();
     let mut next_intended = period.map(|p| t0 + p.mul_f64(f64::from(idx) / f64::from(cfg.threads)));
     let mut conn = Some(conn);
     let mut seen_late = 0u64;
     let mut plan = Vec::new();
     loop {
-        if x.over() {
+        if ctx.over() {
             break;
         }
         let now = Instant::now();
@@ -177,40 +177,40 @@ fn client(idx: u32, x: &Ctx<'_>, conn: mysql::Conn) -> ClientResult {
                 if !code.is_some_and(|c| RETRY_CODES.contains(&c)) {
                     break;
                 }
-                if Instant::now() >= end || stopped(x.stop) {
+                if Instant::now() >= end || stopped(ctx.stop) {
                     cut_off = true;
                     break;
                 }
                 if c.query_drop("ROLLBACK").is_err() {
                     break;
                 }
-                r.retried(x, code);
+                r.retried(ctx, code);
                 wl.plan_txn(&mut rng, &mut plan);
                 outcome = wl.run_plan(c, p, &plan);
             }
             match outcome {
-                Ok(nq) => r.finished(x, mine, start, Instant::now(), nq),
+                Ok(nq) => r.finished(ctx, mine, start, Instant::now(), nq),
                 Err(_) if cut_off => {
                     let _ = c.query_drop("ROLLBACK");
                 }
                 Err(e) => {
-                    r.failed(x, mine, error_key(&e), || describe_error(&e).1);
+                    r.failed(ctx, mine, error_key(&e), || describe_error(&e).1);
                     if is_connection_error(&e) || c.query_drop("ROLLBACK").is_err() {
                         conn = None;
                     }
                 }
             }
             if let Some(p) = prepared.as_ref() {
-                r.late(x, p.late_prepares, &mut seen_late);
+                r.late(ctx, p.late_prepares, &mut seen_late);
             }
         }
         if conn.is_none() || prepared.is_none() {
             // Re-open: the server dropped us (restart, KILL). Retry until the step ends.
             conn = None;
             r.executes += prepared.take().map_or(0, |p| p.executes);
-            while !stopped(x.stop) && Instant::now() < end {
-                if let Ok(mut c) = (x.connect)() {
-                    if let Ok(p) = wl.prepare(&mut c, x.cap) {
+            while !stopped(ctx.stop) && Instant::now() < end {
+                if let Ok(mut c) = (ctx.connect)() {
+                    if let Ok(p) = wl.prepare(&mut c, ctx.cap) {
                         seen_late = p.late_prepares;
                         r.late_prepares += p.len() as u64;
                         conn = Some(c);
@@ -265,10 +265,14 @@ enum Opened {
 /// at every step. When neither can connect, `client` is kept and the first step reports the
 /// error as before.
 pub fn settle_client(client: Client, connect: &Connector) -> Client {
-    let Client::Events { connect: wc, .. } = &client else {
+    let Client::Events {
+        connect: wire_connect,
+        ..
+    } = &client
+    else {
         return client;
     };
-    match wc() {
+    match wire_connect() {
         Ok(_) => client,
         Err(e) if connect().is_ok() => {
             eprintln!(
@@ -293,7 +297,7 @@ fn open_clients(cfg: &StepConfig, connect: &Connector) -> Result<Opened> {
         Ok(Opened::Threads(conns))
     };
     let Client::Events {
-        connect: wc,
+        connect: wire_connect,
         workers,
     } = &cfg.client
     else {
@@ -306,7 +310,7 @@ fn open_clients(cfg: &StepConfig, connect: &Connector) -> Result<Opened> {
     .clamp(1, cfg.threads as usize);
     let mut conns = Vec::with_capacity(cfg.threads as usize);
     for _ in 0..cfg.threads {
-        match wc() {
+        match wire_connect() {
             Ok(c) => conns.push(c),
             Err(e) => {
                 // Whether the server is reachable at all decides between an error and a note.
@@ -320,7 +324,7 @@ fn open_clients(cfg: &StepConfig, connect: &Connector) -> Result<Opened> {
             }
         }
     }
-    Ok(Opened::Events(conns, Arc::clone(wc), workers))
+    Ok(Opened::Events(conns, Arc::clone(wire_connect), workers))
 }
 
 /// Run one step. Connection failures before the step starts are runtime errors; failures
@@ -442,7 +446,7 @@ fn spawn_runners<'scope>(
             .enumerate()
             .map(|(i, conn)| s.spawn(move || vec![client(i as u32, ctx, conn)]))
             .collect(),
-        Opened::Events(conns, wc, workers) => {
+        Opened::Events(conns, wire_connect, workers) => {
             // Client i goes to worker i % workers.
             let mut shares: Vec<Vec<(u32, WireConn)>> = (0..workers).map(|_| Vec::new()).collect();
             for (i, c) in conns.into_iter().enumerate() {
@@ -451,8 +455,8 @@ fn spawn_runners<'scope>(
             shares
                 .into_iter()
                 .map(|share| {
-                    let wc = wc.clone();
-                    s.spawn(move || events::worker(ctx, &wc, share))
+                    let wire_connect = wire_connect.clone();
+                    s.spawn(move || events::worker(ctx, &wire_connect, share))
                 })
                 .collect()
         }
@@ -470,22 +474,22 @@ struct Held {
 
 /// The calling thread's part of a step: start the clock once every client is connected and
 /// prepared, print progress lines until the end (or a stop), then tell the clients it is over.
-fn hold_step(x: &Ctx<'_>, setup_start: Instant) -> Held {
-    let cfg = x.cfg;
+fn hold_step(ctx: &Ctx<'_>, setup_start: Instant) -> Held {
+    let cfg = ctx.cfg;
     // Every client connected and prepared: now the clock starts.
-    x.ready.wait();
+    ctx.ready.wait();
     let t0 = Instant::now();
     let setup_s = t0.duration_since(setup_start).as_secs_f64();
-    let _ = x.start_cell.set(t0);
-    x.go.wait();
+    let _ = ctx.start_cell.set(t0);
+    ctx.go.wait();
     let measure_from = t0 + cfg.warmup;
     let end = measure_from + cfg.duration;
-    let interrupted = watch_clock(x, t0, end);
+    let interrupted = watch_clock(ctx, t0, end);
     let stop_at = Instant::now().min(end);
     let measured_s = stop_at
         .saturating_duration_since(measure_from)
         .as_secs_f64();
-    x.shared.done.store(true, Ordering::Relaxed);
+    ctx.shared.done.store(true, Ordering::Relaxed);
     Held {
         setup_s,
         measured_s,
@@ -495,21 +499,21 @@ fn hold_step(x: &Ctx<'_>, setup_start: Instant) -> Held {
 
 /// Wait for `end` from the clock's start `t0`, printing a progress line every
 /// `report_interval`; true when stopped before the end.
-fn watch_clock(x: &Ctx<'_>, t0: Instant, end: Instant) -> bool {
-    let cfg = x.cfg;
+fn watch_clock(ctx: &Ctx<'_>, t0: Instant, end: Instant) -> bool {
+    let cfg = ctx.cfg;
     let measure_from = t0 + cfg.warmup;
     let mut next_report: Option<Instant> = cfg.report_interval.map(|d| t0 + d);
     let mut last_report = (t0, 0u64);
     loop {
         let now = Instant::now();
-        if stopped(x.stop) {
+        if stopped(ctx.stop) {
             return true;
         }
         if now >= end {
             return false;
         }
         if next_report.is_some_and(|t| now >= t) {
-            let all = x.shared.sum(|c| &c.all_txns);
+            let all = ctx.shared.sum(|c| &c.all_txns);
             let dt = now.duration_since(last_report.0).as_secs_f64();
             let phase = if now < measure_from {
                 "warm-up"
@@ -521,7 +525,7 @@ fn watch_clock(x: &Ctx<'_>, t0: Instant, end: Instant) -> bool {
                 now.duration_since(t0).as_secs_f64(),
                 cfg.label,
                 (all - last_report.1) as f64 / dt.max(1e-9),
-                x.shared.sum(|c| &c.errors)
+                ctx.shared.sum(|c| &c.errors)
             );
             last_report = (now, all);
             next_report = cfg.report_interval.map(|d| now + d);

@@ -71,7 +71,7 @@ pub fn parse_ladder(s: &str) -> Result<Vec<u32>, String> {
 }
 
 // The plain data types live in the pure `model` (the sweep document carries them too).
-pub use crate::model::{Setting, Variant};
+pub use crate::globals::{Setting, Variant};
 
 fn is_ident(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

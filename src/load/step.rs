@@ -101,22 +101,22 @@ impl ClientResult {
     /// counted when it lies inside the measured window.
     pub(crate) fn finished(
         &mut self,
-        x: &Ctx<'_>,
+        ctx: &Ctx<'_>,
         mine: &Counters,
         start: Instant,
         fin: Instant,
         nq: u64,
     ) {
         mine.all_txns.fetch_add(1, Ordering::Relaxed);
-        let measure_from = x.measure_from();
-        if start >= measure_from && fin <= measure_from + x.cfg.duration {
+        let measure_from = ctx.measure_from();
+        if start >= measure_from && fin <= measure_from + ctx.cfg.duration {
             let us = fin.duration_since(start).as_micros().max(1) as u64;
             self.hist.saturating_record(us);
             self.txns += 1;
             self.queries += nq;
-            let w =
-                (fin.duration_since(measure_from).as_secs_f64() / x.window.as_secs_f64()) as usize;
-            self.windows[w.min(x.n_windows - 1)] += 1;
+            let w = (fin.duration_since(measure_from).as_secs_f64() / ctx.window.as_secs_f64())
+                as usize;
+            self.windows[w.min(ctx.n_windows - 1)] += 1;
             mine.measured_txns.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -125,13 +125,13 @@ impl ClientResult {
     /// start on, like every error).
     pub(crate) fn failed(
         &mut self,
-        x: &Ctx<'_>,
+        ctx: &Ctx<'_>,
         mine: &Counters,
         key: String,
         text: impl FnOnce() -> String,
     ) {
         mine.errors.fetch_add(1, Ordering::Relaxed);
-        if Instant::now() >= x.measure_from() {
+        if Instant::now() >= ctx.measure_from() {
             *self.errors.entry(key).or_default() += 1;
         }
         if self.first_error.is_none() {
@@ -140,8 +140,8 @@ impl ClientResult {
     }
 
     /// A retryable error rolled back a transaction that runs again.
-    pub(crate) fn retried(&mut self, x: &Ctx<'_>, code: Option<u16>) {
-        if Instant::now() >= x.measure_from() {
+    pub(crate) fn retried(&mut self, ctx: &Ctx<'_>, code: Option<u16>) {
+        if Instant::now() >= ctx.measure_from() {
             *self
                 .retries
                 .entry(code.map(|c| c.to_string()).unwrap_or_default())
@@ -150,8 +150,8 @@ impl ClientResult {
     }
 
     /// Late prepares since the last look, counted from the measured window's start on.
-    pub(crate) fn late(&mut self, x: &Ctx<'_>, now_total: u64, seen: &mut u64) {
-        if Instant::now() >= x.measure_from() {
+    pub(crate) fn late(&mut self, ctx: &Ctx<'_>, now_total: u64, seen: &mut u64) {
+        if Instant::now() >= ctx.measure_from() {
             self.late_prepares += now_total - *seen;
         }
         *seen = now_total;

@@ -263,7 +263,7 @@ fn ab_lines(s: &mut String, an: &Analysis) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Variant;
+    use crate::globals::Variant;
     use std::collections::BTreeMap;
 
     fn step(threads: u32, variant: &str, repeat: u32, tps: f64, p99: f64) -> StepDoc {
@@ -474,7 +474,7 @@ mod validity_tests {
 #[cfg(test)]
 mod tests_support {
     use super::*;
-    use crate::model::Variant;
+    use crate::globals::Variant;
     use std::collections::BTreeMap;
 
     pub fn var(name: &str) -> Variant {

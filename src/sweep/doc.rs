@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::abtest::{self, Verdict};
 use crate::analysis::knee::{self, Knee, Little, Sla, StepPoint};
 use crate::analysis::usl::{self, UslFit};
-use crate::model::{Changed, Setting, Variant};
+use crate::globals::{Changed, Setting, Variant};
 
 pub const SCHEMA: &str = "spinscope.sweep/1";
 pub const HIST_ENCODING: &str = "HdrHistogram V2 compressed (zlib), base64";

@@ -1,6 +1,7 @@
-//! Plain data shared by the engines and the documents: what a sweep variant sets and what
-//! the settings guard changed. Pure types only, so `sweep::doc` (the document) and
-//! `load` (which applies them) both depend on this module rather than on each other.
+//! Plain data about server global variables, shared by the engines and the documents: what a
+//! sweep variant sets and what the settings guard changed. Pure types only, so `sweep::doc`
+//! (the document) and `load` (which applies them) both depend on this module rather than on
+//! each other. (The spin model is `spin::model`.)
 
 use serde::{Deserialize, Serialize};
 
