@@ -120,10 +120,13 @@ pub fn group_size(batches: usize) -> usize {
 /// the hardware counts it, so the batches time the core, not the host's scheduler.
 pub const BATCH_GAP_NS: f64 = 200.0;
 
-/// A pause between groups: the groups sample about 40 ms instead of 3, so a spell of a
-/// slower core clock (a busy SMT sibling on the host, a power limit; seen here lasting
-/// 100-200 ms) leaves some groups at the core's own clock.
-pub const GROUP_PAUSE: Duration = Duration::from_micros(800);
+/// A pause between groups: 40 groups sample about 0.8 s instead of 3 ms, so a spell of a
+/// slower core clock (a busy SMT sibling on the host, a power limit; seen lasting 100-200 ms
+/// on a Sapphire Rapids guest) covers a minority of the groups and the figure, given at the
+/// fast clock of the groups (their 90th percentile), stays the core's own. With 0.8 ms pauses
+/// (about 40 ms in all) one such spell could cover every group and read +30%. Sleeping costs
+/// no CPU: the probe's CPU time is unchanged, its wall time grows by about 0.8 s.
+pub const GROUP_PAUSE: Duration = Duration::from_millis(20);
 
 /// Core cycles per tick from a timed add chain, the reads' cost subtracted.
 fn chain_clock(iters: u32, overhead_ticks: f64) -> Option<f64> {
