@@ -439,6 +439,16 @@ fn class_bit(c: Class) -> u32 {
 }
 
 impl<'a> Tallies<'a> {
+    fn empty() -> Tallies<'a> {
+        Tallies {
+            self_t: BTreeMap::new(),
+            incl_t: BTreeMap::new(),
+            stacks: BTreeMap::new(),
+            loops: BTreeMap::new(),
+            sync_array: false,
+        }
+    }
+
     /// Every folded stack classed and counted; `ids[i]`: the frame ids of `folded[i]` (as
     /// [`fold::Folded::resolve_ids`] gives them). Each distinct name is matched against the
     /// rules once; a stack is then classed from its names' facts.
@@ -448,13 +458,7 @@ impl<'a> Tallies<'a> {
         f: &fold::Folded,
         leaf_names: &HashMap<usize, String>,
     ) -> Tallies<'a> {
-        let mut me = Tallies {
-            self_t: BTreeMap::new(),
-            incl_t: BTreeMap::new(),
-            stacks: BTreeMap::new(),
-            loops: BTreeMap::new(),
-            sync_array: false,
-        };
+        let mut me = Tallies::empty();
         let facts: Vec<FrameFacts> = f.names().iter().map(|n| FrameFacts::of(n)).collect();
         let leaf_facts: Vec<FrameFacts> = (0..f.leaves.len())
             .map(|i| FrameFacts::of(f.frame_name(fold::LEAF_BIT | i as u32, leaf_names)))
@@ -878,6 +882,70 @@ mod tests {
             event: None,
             recording: None,
         }
+    }
+
+    /// Stacks classed from their names' facts (frame ids) count exactly as stacks classed
+    /// from their text: every perf fixture of the project, and a script whose comm and frame
+    /// names hold `;` (classed by text), with a leaf named as a spin loop.
+    #[test]
+    fn classing_by_frame_ids_counts_as_classing_by_text() {
+        let mut scripts: Vec<Vec<u8>> = vec![
+            b"my;comm 1/2 1.0: 5 cycles:\n\t 40 [unknown] (/usr/sbin/m)\n\
+              \t 41 ut_delay+0x3 (/usr/sbin/m)\n\t 42 sync_array_wait_event (/usr/sbin/m)\n\n\
+              m 1/2 1.1: 7 cycles:\n\t 40 [unknown] (/usr/sbin/m)\n\t 43 [unknown] (/x/a;b)\n\
+              \t 44 row_ins+0x1 (/usr/sbin/m)\n\n\
+              m 1/2 1.2: 9 cycles:\n\t 40 [unknown] (/usr/sbin/m)\n\t 45 start_thread (/lib/c)\n\n\
+              m 1/2 1.3: 11 cycles:\n\t ffff1 schedule ([kernel.kallsyms])\n\
+              \t 46 futex_wait (/lib/c)\n\n"
+                .to_vec(),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
+        let mut todo = vec![dir];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if p.extension().is_some_and(|x| x == "perf" || x == "txt") {
+                    scripts.push(std::fs::read(p).unwrap());
+                }
+            }
+        }
+        let mut compared = 0;
+        for t in &scripts {
+            let Ok(f) = fold::fold(&t[..], fold::FoldOptions::default()) else {
+                continue;
+            };
+            for names in [
+                HashMap::new(),
+                HashMap::from([(0, "[spin loop at m+0x40]".to_string())]),
+            ] {
+                let (folded, ids) = f.resolve_ids(&names);
+                let a = Tallies::of(&folded, &ids, &f, &names);
+                let mut b = Tallies::empty();
+                let mut cache = ClassCache::default();
+                for (s, w) in &folded {
+                    b.add_by_text(&mut cache, s, *w);
+                }
+                assert_eq!(a.self_t, b.self_t);
+                assert_eq!(a.incl_t, b.incl_t);
+                assert_eq!(a.stacks, b.stacks);
+                assert_eq!(a.loops, b.loops);
+                assert_eq!(a.sync_array, b.sync_array);
+                compared += 1;
+            }
+        }
+        assert!(compared >= 40, "{compared} scripts compared");
+        // The first script: its `;` stacks went by text, its spin-loop leaf was counted.
+        let f = fold::fold(&scripts[0][..], fold::FoldOptions::default()).unwrap();
+        let names = HashMap::from([(0, "[spin loop at m+0x40]".to_string())]);
+        let (folded, ids) = f.resolve_ids(&names);
+        let a = Tallies::of(&folded, &ids, &f, &names);
+        assert!(a.sync_array);
+        assert_eq!(a.loops["m+0x40"].samples, 3);
+        assert!(folded
+            .iter()
+            .any(|(s, _)| s == "my;comm;sync_array_wait_event;ut_delay;[spin loop at m+0x40]"));
     }
 
     #[test]
