@@ -127,53 +127,13 @@ impl Folded {
         &'s self,
         names: &HashMap<usize, String>,
     ) -> (Vec<(String, Tally)>, Vec<&'s [u32]>) {
-        self.resolve_ids_from(names, PARALLEL_RESOLVE_MIN)
-    }
-
-    /// [`Folded::resolve_ids`], on two threads from `parallel_min` distinct stacks.
-    fn resolve_ids_from<'s>(
-        &'s self,
-        names: &HashMap<usize, String>,
-        parallel_min: usize,
-    ) -> (Vec<(String, Tally)>, Vec<&'s [u32]>) {
-        let all: Vec<(&'s [u32], Tally)> = self
-            .stacks
-            .iter()
-            .map(|(ids, t)| (ids.as_slice(), *t))
-            .collect();
-        // Each part's texts, sorted.
-        let texts = |part: &[(&'s [u32], Tally)]| {
-            let mut v: Vec<(String, Tally, &'s [u32])> = Vec::with_capacity(part.len());
-            for &(ids, t) in part {
-                let mut text = String::with_capacity(self.text_len(ids));
-                self.push_text(&mut text, ids, |i| self.leaf_name(i, names));
-                v.push((text, t, ids));
-            }
-            v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            v
-        };
-        // Many stacks: half of them written and sorted on a second thread (inferno folds on
-        // two threads too), the two sorted halves then merged by the stable sort, which finds
-        // them as two runs. Equal texts end up neighbours either way; the result is the same.
-        let mut v = if all.len() >= parallel_min {
-            let (a, b) = all.split_at(all.len() / 2);
-            std::thread::scope(|sc| {
-                match std::thread::Builder::new().spawn_scoped(sc, || texts(b)) {
-                    Ok(h) => {
-                        let mut v = texts(a);
-                        match h.join() {
-                            Ok(vb) => v.extend(vb),
-                            Err(e) => std::panic::resume_unwind(e),
-                        }
-                        v.sort_by(|a, b| a.0.cmp(&b.0));
-                        v
-                    }
-                    Err(_) => texts(&all),
-                }
-            })
-        } else {
-            texts(&all)
-        };
+        let mut v: Vec<(String, Tally, &[u32])> = Vec::with_capacity(self.stacks.len());
+        for (ids, t) in &self.stacks {
+            let mut text = String::with_capacity(self.text_len(ids));
+            self.push_text(&mut text, ids, |i| self.leaf_name(i, names));
+            v.push((text, *t, ids.as_slice()));
+        }
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         v.dedup_by(|later, kept| {
             let same = later.0 == kept.0;
             if same {
@@ -260,9 +220,6 @@ enum Filter {
     Keep,
     Skip,
 }
-
-/// Distinct stacks from which [`Folded::resolve_ids`] writes their texts on two threads.
-const PARALLEL_RESOLVE_MIN: usize = 20_000;
 
 /// Marks a frame id that stands for `leaves[id & !LEAF_BIT]`.
 pub const LEAF_BIT: u32 = 1 << 31;
@@ -1141,11 +1098,6 @@ mod tests {
                     let what = format!("{} event {ev:?}", p.display());
                     let none = HashMap::new();
                     assert_eq!(a.resolve(&none), b.resolve(&none), "{what}");
-                    assert_eq!(
-                        a.resolve_ids_from(&none, 2).0,
-                        a.resolve_ids_from(&none, usize::MAX).0,
-                        "{what}: on two threads"
-                    );
                     assert_eq!(a.leaves, b.leaves, "{what}");
                     assert_eq!(a.total, b.total, "{what}");
                     assert_eq!(
