@@ -117,17 +117,21 @@ impl Folded {
     /// stacks whose texts are equal (two leaves given the same name; a comm with a `;`) are
     /// merged after the sort, where they are neighbours.
     pub fn resolve(&self, names: &HashMap<usize, String>) -> Vec<(String, Tally)> {
-        let mut v: Vec<(String, Tally)> = Vec::with_capacity(self.stacks.len());
+        self.resolve_ids(names).0
+    }
+
+    /// [`Folded::resolve`], and beside each stack the frame ids of one of the stacks merged
+    /// into it (comm first; name them with [`Folded::frame_name`]), so that a caller can work
+    /// per distinct name rather than per frame of every stack's text.
+    pub fn resolve_ids<'s>(
+        &'s self,
+        names: &HashMap<usize, String>,
+    ) -> (Vec<(String, Tally)>, Vec<&'s [u32]>) {
+        let mut v: Vec<(String, Tally, &[u32])> = Vec::with_capacity(self.stacks.len());
         for (ids, t) in &self.stacks {
             let mut text = String::with_capacity(self.text_len(ids));
-            self.push_text(&mut text, ids, |i| {
-                names
-                    .get(&i)
-                    .map(String::as_str)
-                    .or_else(|| self.leaves.get(i).map(|l| l.default_name.as_str()))
-                    .unwrap_or("[unknown]")
-            });
-            v.push((text, *t));
+            self.push_text(&mut text, ids, |i| self.leaf_name(i, names));
+            v.push((text, *t, ids.as_slice()));
         }
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         v.dedup_by(|later, kept| {
@@ -137,7 +141,42 @@ impl Folded {
             }
             same
         });
-        v
+        let mut ids = Vec::with_capacity(v.len());
+        let stacks = v
+            .into_iter()
+            .map(|(text, t, i)| {
+                ids.push(i);
+                (text, t)
+            })
+            .collect();
+        (stacks, ids)
+    }
+
+    /// The name of unnamed leaf `i` in [`Folded::resolve`]: `names[i]` or its default name.
+    fn leaf_name<'s>(&'s self, i: usize, names: &'s HashMap<usize, String>) -> &'s str {
+        names
+            .get(&i)
+            .map(String::as_str)
+            .or_else(|| self.leaves.get(i).map(|l| l.default_name.as_str()))
+            .unwrap_or("[unknown]")
+    }
+
+    /// The distinct frame names (and comms), by id.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The unnamed leaf a frame id of [`Folded::resolve_ids`] stands for, if it is one.
+    pub fn leaf_index(id: u32) -> Option<usize> {
+        (id & LEAF_BIT != 0).then_some((id & !LEAF_BIT) as usize)
+    }
+
+    /// The text of a frame id of [`Folded::resolve_ids`], as [`Folded::resolve`] writes it.
+    pub fn frame_name<'s>(&'s self, id: u32, names: &'s HashMap<usize, String>) -> &'s str {
+        match Folded::leaf_index(id) {
+            Some(i) => self.leaf_name(i, names),
+            None => &self.names[id as usize],
+        }
     }
 
     /// The folded stacks keyed by text, a leaf without a symbol written `\u{1}<index>` (its
@@ -183,7 +222,7 @@ enum Filter {
 }
 
 /// Marks a frame id that stands for `leaves[id & !LEAF_BIT]`.
-const LEAF_BIT: u32 = 1 << 31;
+pub const LEAF_BIT: u32 = 1 << 31;
 const NO_SLOT: u32 = u32::MAX;
 /// Frame lines looked up before the memo is judged: kept if at least a quarter were found.
 const MEMO_TRIAL: u64 = 1 << 16;

@@ -227,8 +227,9 @@ pub fn analyse_reader<R: BufRead>(
              could not be examined for spin loops; record with -g"
         ));
     }
-    let folded = f.resolve(&names);
-    let doc = classify(&folded, &f, source, notes, opts);
+    let (folded, ids) = f.resolve_ids(&names);
+    let tallies = Tallies::of(&folded, &ids, &f, &names);
+    let doc = classify(tallies, &f, source, notes, opts);
     Ok(Analysis { doc, folded })
 }
 
@@ -401,43 +402,147 @@ struct Tallies<'a> {
     sync_array: bool,
 }
 
+/// What classing needs of one frame name, worked out once per distinct name (the same
+/// answers as [`ClassCache::stack`] and the inclusive pass over a stack's text).
+#[derive(Clone, Copy)]
+struct FrameFacts {
+    /// [`rules::frame_class`].
+    class: Option<Class>,
+    /// [`rules::is_innodb_frame`].
+    engine: bool,
+    /// [`rules::is_named_frame`].
+    named: bool,
+    /// [`rules::rest_class_of_leaf`].
+    leaf_rest: Option<Class>,
+    sync_array: bool,
+    spin_loop: bool,
+    /// Holds a `;`: the stack's text splits otherwise than its frames (then it is classed by
+    /// its text, as before).
+    semicolon: bool,
+}
+
+impl FrameFacts {
+    fn of(f: &str) -> FrameFacts {
+        FrameFacts {
+            class: rules::frame_class(f),
+            engine: rules::is_innodb_frame(f),
+            named: rules::is_named_frame(f),
+            leaf_rest: rules::rest_class_of_leaf(f),
+            sync_array: f.starts_with("sync_array_"),
+            spin_loop: f.starts_with("[spin loop at ") && f.ends_with(']'),
+            semicolon: f.contains(';'),
+        }
+    }
+}
+
+fn class_bit(c: Class) -> u32 {
+    1 << Class::ALL.iter().position(|&x| x == c).unwrap_or(0)
+}
+
 impl<'a> Tallies<'a> {
-    /// Every folded stack classed and counted.
-    fn of(folded: &'a [(String, Tally)]) -> Tallies<'a> {
-        let mut me = Tallies {
+    fn empty() -> Tallies<'a> {
+        Tallies {
             self_t: BTreeMap::new(),
             incl_t: BTreeMap::new(),
             stacks: BTreeMap::new(),
             loops: BTreeMap::new(),
             sync_array: false,
+        }
+    }
+
+    /// Every folded stack classed and counted; `ids[i]`: the frame ids of `folded[i]` (as
+    /// [`fold::Folded::resolve_ids`] gives them). Each distinct name is matched against the
+    /// rules once; a stack is then classed from its names' facts.
+    fn of(
+        folded: &'a [(String, Tally)],
+        ids: &[&[u32]],
+        f: &fold::Folded,
+        leaf_names: &HashMap<usize, String>,
+    ) -> Tallies<'a> {
+        let mut me = Tallies::empty();
+        let facts: Vec<FrameFacts> = f.names().iter().map(|n| FrameFacts::of(n)).collect();
+        let leaf_facts: Vec<FrameFacts> = (0..f.leaves.len())
+            .map(|i| FrameFacts::of(f.frame_name(fold::LEAF_BIT | i as u32, leaf_names)))
+            .collect();
+        let fact = |id: u32| match fold::Folded::leaf_index(id) {
+            Some(i) => &leaf_facts[i],
+            None => &facts[id as usize],
         };
         let mut cache = ClassCache::default();
-        for (stack, t) in folded {
-            let frames: Vec<&str> = stack.split(';').skip(1).collect();
-            let c = cache.stack(&frames);
-            add(me.self_t.entry(c).or_default(), *t);
-            me.stacks.entry(c).or_default().push((stack, *t));
-            let mut seen = BTreeSet::new();
-            for fr in &frames {
-                if let Some(fc) = cache.frame(fr) {
-                    seen.insert(fc);
-                    me.sync_array |= fr.starts_with("sync_array_");
+        for (k, (stack, t)) in folded.iter().enumerate() {
+            let stack_ids = ids[k];
+            if stack_ids.iter().any(|&id| fact(id).semicolon) {
+                me.add_by_text(&mut cache, stack, *t);
+                continue;
+            }
+            let frames = stack_ids.get(1..).unwrap_or(&[]);
+            let mut seen = 0u32;
+            let mut nearest = None;
+            let (mut engine, mut named) = (false, false);
+            for &id in frames {
+                let x = fact(id);
+                if let Some(fc) = x.class {
+                    seen |= class_bit(fc);
+                    me.sync_array |= x.sync_array;
+                    nearest = Some(fc);
                 }
+                engine |= x.engine;
+                named |= x.named;
             }
-            seen.insert(c);
-            for fc in seen {
-                add(me.incl_t.entry(fc).or_default(), *t);
-            }
-            if let Some(leaf) = frames.last() {
-                if let Some(name) = leaf
-                    .strip_prefix("[spin loop at ")
-                    .and_then(|s| s.strip_suffix(']'))
-                {
-                    add(me.loops.entry(name.to_string()).or_default(), *t);
+            let leaf = frames.last().map(|&id| fact(id));
+            let c =
+                nearest.unwrap_or_else(|| match leaf.map_or(Some(Class::Other), |x| x.leaf_rest) {
+                    Some(c) => c,
+                    None if engine => Class::Innodb,
+                    None if named => Class::Server,
+                    None => Class::Unsymbolized,
+                });
+            seen |= class_bit(c);
+            me.count(c, seen, stack, *t);
+            if let (Some(x), Some(&id)) = (leaf, frames.last()) {
+                if x.spin_loop {
+                    me.add_loop(f.frame_name(id, leaf_names), *t);
                 }
             }
         }
         me
+    }
+
+    /// One stack's self class `c` and inclusive classes `seen` (bits of [`Class::ALL`]).
+    fn count(&mut self, c: Class, seen: u32, stack: &'a str, t: Tally) {
+        add(self.self_t.entry(c).or_default(), t);
+        self.stacks.entry(c).or_default().push((stack, t));
+        for (i, &fc) in Class::ALL.iter().enumerate() {
+            if seen & (1 << i) != 0 {
+                add(self.incl_t.entry(fc).or_default(), t);
+            }
+        }
+    }
+
+    fn add_loop(&mut self, leaf: &str, t: Tally) {
+        if let Some(name) = leaf
+            .strip_prefix("[spin loop at ")
+            .and_then(|s| s.strip_suffix(']'))
+        {
+            add(self.loops.entry(name.to_string()).or_default(), t);
+        }
+    }
+
+    /// One stack classed by its text (frames: the text's `;`-separated fields after the first).
+    fn add_by_text(&mut self, cache: &mut ClassCache<'a>, stack: &'a str, t: Tally) {
+        let frames: Vec<&str> = stack.split(';').skip(1).collect();
+        let c = cache.stack(&frames);
+        let mut seen = class_bit(c);
+        for fr in &frames {
+            if let Some(fc) = cache.frame(fr) {
+                seen |= class_bit(fc);
+                self.sync_array |= fr.starts_with("sync_array_");
+            }
+        }
+        self.count(c, seen, stack, t);
+        if let Some(leaf) = frames.last() {
+            self.add_loop(leaf, t);
+        }
     }
 
     /// The classes seen, heaviest self weight first, each with its top stacks.
@@ -594,14 +699,13 @@ fn caveat_notes(notes: &mut Vec<String>, total: Tally, too_few_samples: bool) {
 
 /// The profile document of folded stacks: classes, spin loops, notes and headline.
 fn classify(
-    folded: &[(String, Tally)],
+    mut tallies: Tallies,
     f: &fold::Folded,
     mut source: Source,
     mut notes: Vec<String>,
     opts: &Options,
 ) -> ProfileDoc {
     let total = f.total;
-    let mut tallies = Tallies::of(folded);
     let classes = tallies.class_shares(total, opts);
     let spin_loops = spin_loops(tallies.loops, total);
     let spin_loop_samples = spin_loops.iter().map(|l| l.samples).sum();
@@ -675,11 +779,24 @@ fn add(t: &mut Tally, o: Tally) {
 
 /// Folded lines as text (`stack weight\n`, as inferno writes them), for `--folded`.
 pub fn folded_text(folded: &[(String, Tally)]) -> String {
-    let mut s = String::new();
+    let len = folded.iter().map(|(st, _)| st.len() + 22).sum();
+    let mut s = String::with_capacity(len);
+    let mut digits = [0u8; 20];
     for (st, t) in folded {
         s.push_str(st);
         s.push(' ');
-        s.push_str(&t.weight.to_string());
+        let mut w = t.weight;
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (w % 10) as u8;
+            w /= 10;
+            if w == 0 {
+                break;
+            }
+        }
+        // ASCII digits only.
+        s.push_str(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
         s.push('\n');
     }
     s
@@ -766,6 +883,70 @@ mod tests {
             event: None,
             recording: None,
         }
+    }
+
+    /// Stacks classed from their names' facts (frame ids) count exactly as stacks classed
+    /// from their text: every perf fixture of the project, and a script whose comm and frame
+    /// names hold `;` (classed by text), with a leaf named as a spin loop.
+    #[test]
+    fn classing_by_frame_ids_counts_as_classing_by_text() {
+        let mut scripts: Vec<Vec<u8>> = vec![
+            b"my;comm 1/2 1.0: 5 cycles:\n\t 40 [unknown] (/usr/sbin/m)\n\
+              \t 41 ut_delay+0x3 (/usr/sbin/m)\n\t 42 sync_array_wait_event (/usr/sbin/m)\n\n\
+              m 1/2 1.1: 7 cycles:\n\t 40 [unknown] (/usr/sbin/m)\n\t 43 [unknown] (/x/a;b)\n\
+              \t 44 row_ins+0x1 (/usr/sbin/m)\n\n\
+              m 1/2 1.2: 9 cycles:\n\t 40 [unknown] (/usr/sbin/m)\n\t 45 start_thread (/lib/c)\n\n\
+              m 1/2 1.3: 11 cycles:\n\t ffff1 schedule ([kernel.kallsyms])\n\
+              \t 46 futex_wait (/lib/c)\n\n"
+                .to_vec(),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
+        let mut todo = vec![dir];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if p.extension().is_some_and(|x| x == "perf" || x == "txt") {
+                    scripts.push(std::fs::read(p).unwrap());
+                }
+            }
+        }
+        let mut compared = 0;
+        for t in &scripts {
+            let Ok(f) = fold::fold(&t[..], fold::FoldOptions::default()) else {
+                continue;
+            };
+            for names in [
+                HashMap::new(),
+                HashMap::from([(0, "[spin loop at m+0x40]".to_string())]),
+            ] {
+                let (folded, ids) = f.resolve_ids(&names);
+                let a = Tallies::of(&folded, &ids, &f, &names);
+                let mut b = Tallies::empty();
+                let mut cache = ClassCache::default();
+                for (s, w) in &folded {
+                    b.add_by_text(&mut cache, s, *w);
+                }
+                assert_eq!(a.self_t, b.self_t);
+                assert_eq!(a.incl_t, b.incl_t);
+                assert_eq!(a.stacks, b.stacks);
+                assert_eq!(a.loops, b.loops);
+                assert_eq!(a.sync_array, b.sync_array);
+                compared += 1;
+            }
+        }
+        assert!(compared >= 40, "{compared} scripts compared");
+        // The first script: its `;` stacks went by text, its spin-loop leaf was counted.
+        let f = fold::fold(&scripts[0][..], fold::FoldOptions::default()).unwrap();
+        let names = HashMap::from([(0, "[spin loop at m+0x40]".to_string())]);
+        let (folded, ids) = f.resolve_ids(&names);
+        let a = Tallies::of(&folded, &ids, &f, &names);
+        assert!(a.sync_array);
+        assert_eq!(a.loops["m+0x40"].samples, 3);
+        assert!(folded
+            .iter()
+            .any(|(s, _)| s == "my;comm;sync_array_wait_event;ut_delay;[spin loop at m+0x40]"));
     }
 
     #[test]

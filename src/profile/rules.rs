@@ -471,25 +471,36 @@ pub fn rest_class(frames: &[&str]) -> Class {
 /// [`rest_class`] with the engine test given (a cached one, when many stacks share frames).
 pub fn rest_class_by(frames: &[&str], is_engine: &mut dyn FnMut(&str) -> bool) -> Class {
     let leaf = frames.last().copied().unwrap_or("");
-    if leaf.trim().is_empty() {
-        return Other;
-    }
-    if leaf.ends_with("_[k]") {
-        return Kernel;
-    }
-    if is_libc(leaf) {
-        return Libc;
+    if let Some(c) = rest_class_of_leaf(leaf) {
+        return c;
     }
     if frames.iter().any(|f| is_engine(f)) {
         return Innodb;
     }
-    let named = |f: &&str| {
-        has_symbol(f) && !f.ends_with("_[k]") && !is_libc(f) && !THREAD_ROOTS.contains(f)
-    };
-    if frames.iter().any(named) {
+    if frames.iter().any(|f| is_named_frame(f)) {
         return Server;
     }
     Unsymbolized
+}
+
+/// The rest class a leaf frame decides alone (blank: other; kernel; libc), as in
+/// [`rest_class`]; `None`: the frames above it decide.
+pub fn rest_class_of_leaf(leaf: &str) -> Option<Class> {
+    if leaf.trim().is_empty() {
+        Some(Other)
+    } else if leaf.ends_with("_[k]") {
+        Some(Kernel)
+    } else if is_libc(leaf) {
+        Some(Libc)
+    } else {
+        None
+    }
+}
+
+/// A frame that makes a stack the SQL layer's in [`rest_class`] (when nothing else decides):
+/// a named user-space function that is neither libc nor a thread root.
+pub fn is_named_frame(f: &str) -> bool {
+    has_symbol(f) && !f.ends_with("_[k]") && !is_libc(f) && !THREAD_ROOTS.contains(&f)
 }
 
 #[cfg(test)]
