@@ -225,32 +225,49 @@ fn doctor_against_a_live_mariadb() {
     assert_eq!(ids(&r), ids(&d));
 
     // Ctrl-C in the middle of the window: exit 130, partial report, instruments restored.
-    let child = doctor_cmd()
+    let mut child = doctor_cmd()
         .args(["-S", db.socket.to_str().unwrap(), "-u", "root"])
         .args(["--window", "60", "--enable-instruments", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // stderr line by line: the Ctrl-C is sent once the window has begun ("sampling for"),
+    // not merely once the instruments are on (on a busy host the queries between the two
+    // took long enough for a Ctrl-C to land before the first sample).
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
     let t0 = Instant::now();
-    while instrument_state(&db) == before {
+    let mut sampling = false;
+    while !sampling || instrument_state(&db) == before {
         assert!(
             t0.elapsed() < Duration::from_secs(20),
-            "instruments never enabled"
+            "the window never began with the instruments on (sampling line seen: {sampling})"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        sampling |= rx
+            .recv_timeout(Duration::from_millis(100))
+            .is_ok_and(|l| l.contains("sampling for"));
     }
     // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);
     }
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{err}");
     let d: DoctorDoc = serde_json::from_slice(&out.stdout).unwrap();
     assert!(d.burst.unwrap().interrupted);
     assert_eq!(
