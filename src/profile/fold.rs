@@ -1063,19 +1063,7 @@ mod tests {
     /// exactly as one read: every perf fixture of the project, each event of it.
     #[test]
     fn remembered_lines_and_split_reads_fold_as_parsed_lines() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
-        let mut files = Vec::new();
-        let mut todo = vec![dir];
-        while let Some(d) = todo.pop() {
-            for e in std::fs::read_dir(d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    todo.push(p);
-                } else if p.extension().is_some_and(|x| x == "perf" || x == "txt") {
-                    files.push(p);
-                }
-            }
-        }
+        let files = crate::profile::perf_fixture_files();
         assert!(files.len() >= 20, "{} fixture scripts", files.len());
         let mut compared = 0;
         for p in &files {

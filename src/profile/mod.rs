@@ -802,6 +802,24 @@ pub fn folded_text(folded: &[(String, Tally)]) -> String {
     s
 }
 
+/// Every perf script under `tests/fixtures/perf` (`.perf`, `.txt`), for the unit tests.
+#[cfg(test)]
+pub(crate) fn perf_fixture_files() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
+    let (mut files, mut todo) = (Vec::new(), vec![dir]);
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "perf" || x == "txt") {
+                files.push(p);
+            }
+        }
+    }
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -900,17 +918,8 @@ mod tests {
               \t 46 futex_wait (/lib/c)\n\n"
                 .to_vec(),
         ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perf");
-        let mut todo = vec![dir];
-        while let Some(d) = todo.pop() {
-            for e in std::fs::read_dir(d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    todo.push(p);
-                } else if p.extension().is_some_and(|x| x == "perf" || x == "txt") {
-                    scripts.push(std::fs::read(p).unwrap());
-                }
-            }
+        for p in perf_fixture_files() {
+            scripts.push(std::fs::read(p).unwrap());
         }
         let mut compared = 0;
         for t in &scripts {
