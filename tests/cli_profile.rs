@@ -222,16 +222,7 @@ fn perf_missing_exits_3_and_names_the_package() {
 }
 
 fn src() -> Source {
-    Source {
-        kind: "perf-script".into(),
-        file: None,
-        pid: None,
-        comm: None,
-        seconds: None,
-        frequency_hz: None,
-        event: None,
-        recording: None,
-    }
+    Source::script(None)
 }
 
 proptest! {

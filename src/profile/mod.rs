@@ -44,6 +44,22 @@ pub struct Source {
     pub recording: Option<String>,
 }
 
+impl Source {
+    /// A `perf script` file read offline (`file`: its name as given, if any).
+    pub fn script(file: Option<String>) -> Source {
+        Source {
+            kind: "perf-script".into(),
+            file,
+            pid: None,
+            comm: None,
+            seconds: None,
+            frequency_hz: None,
+            event: None,
+            recording: None,
+        }
+    }
+}
+
 /// One folded stack: its samples and their weight (sum of periods).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StackCount {
@@ -871,7 +887,7 @@ mod tests {
 
     #[test]
     fn too_few_samples_put_the_doubt_before_the_headline() {
-        let few = analyse(&spin_script(50), script_source(), &Options::default()).unwrap();
+        let few = analyse(&spin_script(50), Source::script(None), &Options::default()).unwrap();
         let d = &few.doc;
         assert!(d.too_few_samples && d.spin_share > 0.9, "{d:?}");
         let h = d.headline.as_deref().unwrap();
@@ -880,7 +896,7 @@ mod tests {
         let warn = t.find("too few samples (50)").expect("warning shown");
         let head = t.find("only 50 samples").expect("headline shown");
         assert!(warn < head, "the warning comes first:\n{t}");
-        let many = analyse(&spin_script(300), script_source(), &Options::default()).unwrap();
+        let many = analyse(&spin_script(300), Source::script(None), &Options::default()).unwrap();
         let h = many.doc.headline.as_deref().unwrap();
         assert!(
             h.starts_with("100% of the profiled CPU is spin waiting"),
@@ -890,19 +906,6 @@ mod tests {
     }
 
     /// The source of a perf script text with nothing else known.
-    fn script_source() -> Source {
-        Source {
-            kind: "perf-script".into(),
-            file: None,
-            pid: None,
-            comm: None,
-            seconds: None,
-            frequency_hz: None,
-            event: None,
-            recording: None,
-        }
-    }
-
     /// Stacks classed from their names' facts (frame ids) count exactly as stacks classed
     /// from their text: every perf fixture of the project, and a script whose comm and frame
     /// names hold `;` (classed by text), with a leaf named as a spin loop.
@@ -960,7 +963,7 @@ mod tests {
 
     #[test]
     fn empty_and_garbled_are_bad_input() {
-        let src = script_source();
+        let src = Source::script(None);
         assert!(matches!(
             analyse("", src.clone(), &Options::default()),
             Err(Error::BadInput(_))

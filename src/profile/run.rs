@@ -14,25 +14,11 @@ use super::{analyse_reader, Analysis, Options, Source};
 use crate::error::{Error, Result};
 use crate::files;
 
-/// The source of a `perf script` text read from `file`.
-fn script_source(file: String) -> Source {
-    Source {
-        kind: "perf-script".into(),
-        file: Some(file),
-        pid: None,
-        comm: None,
-        seconds: None,
-        frequency_hz: None,
-        event: None,
-        recording: None,
-    }
-}
-
 /// The analysis of a saved `perf script` text (`--perf-script FILE`).
 pub fn analyse_file(path: &Path, opts: &Options) -> Result<Analysis> {
     // A FIFO, device or directory is refused without blocking.
     let file = files::open_input(path, "--perf-script")?;
-    let src = script_source(path.display().to_string());
+    let src = Source::script(Some(path.display().to_string()));
     let name = format!("--perf-script {}", path.display());
     analyse_reader(BufReader::with_capacity(1 << 18, file), &name, src, opts)
 }
@@ -198,7 +184,7 @@ pub fn diff_side(path: &Path, event: Option<&str>, max_bytes: u64) -> Result<Sid
                 max_input_bytes: max_bytes,
                 empty_is_idle: false,
             };
-            let src = script_source(name.clone());
+            let src = Source::script(Some(name.clone()));
             let an = analyse_reader(r, &format!("--diff {name}"), src, &opts)?;
             Ok(diff_input::from_analysis(&name, &an))
         }
