@@ -664,6 +664,11 @@ impl BurstSampler {
                 next = now;
             }
         }
+        if interrupted && points.is_empty() && stop.load(Ordering::Relaxed) {
+            notes.push(
+                "burst sampler: stopped (Ctrl-C) before the first sample; no burst figures".into(),
+            );
+        }
         let sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
         // Measured only while the session kept its thread (one thread per connection).
         let server_session_cpu_ns = match (session, session_cpu0) {
