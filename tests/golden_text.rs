@@ -131,3 +131,17 @@ fn profile_text_report() {
         ),
     );
 }
+
+/// A probe saved on an Intel guest without a PMU (family 6 model 167, 2026-11-26): the figure in
+/// core cycles at the clock the dependent-add chain measured.
+#[test]
+fn probe_text_report_with_the_chain_clock() {
+    let path = root().join("tests/fixtures/report/probe_intel_model167_chain.json");
+    let doc = spinscope::cpu::load_probe_file(&path).unwrap();
+    let text = spinscope::report::probe::render(&doc);
+    assert!(
+        text.contains("core cycles at the 3.998 GHz the core ran at"),
+        "{text}"
+    );
+    golden("probe_report_chain_clock.txt", &text);
+}
