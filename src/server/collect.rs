@@ -664,11 +664,6 @@ impl BurstSampler {
                 next = now;
             }
         }
-        if interrupted && points.is_empty() && stop.load(Ordering::Relaxed) {
-            notes.push(
-                "burst sampler: stopped (Ctrl-C) before the first sample; no burst figures".into(),
-            );
-        }
         let sampler_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
         // Measured only while the session kept its thread (one thread per connection).
         let server_session_cpu_ns = match (session, session_cpu0) {
@@ -1011,6 +1006,16 @@ impl<'a> Live<'a> {
         });
         let rt = rt.map(super::rt_window::RtWindow::finish);
         shown.finish();
+        if stop.load(Ordering::Relaxed)
+            && burst
+                .as_ref()
+                .is_some_and(|b| b.interrupted && b.points.is_empty())
+        {
+            self.ctx.notes.push(
+                "stopped (Ctrl-C or a signal) before the window's first sample; no burst figures"
+                    .into(),
+            );
+        }
         // A failed sampler query that was not Ctrl-C: check whether the server is still there.
         let lost = burst
             .as_ref()
