@@ -278,7 +278,7 @@ fn doctor_against_a_live_mariadb() {
         None => assert!(
             d.notes
                 .iter()
-                .any(|n| n.contains("first sample; no burst figures")),
+                .any(|n| n.contains("too short for burst figures")),
             "no burst figures and no note why: {:?}",
             d.notes
         ),

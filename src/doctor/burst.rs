@@ -167,9 +167,12 @@ fn proc_stats(r: &BurstRecord, threshold: f64, span_s: f64) -> Option<ProcStats>
     })
 }
 
+/// None without samples, and for a window stopped before its second sample: rates over a
+/// window shorter than one sampling period are not measurements (seen: "2416 Hz achieved of
+/// 100" for a doctor window cut short after 0.4 ms).
 pub fn stats(r: &BurstRecord, cores: f64) -> Option<BurstStats> {
     let p = &r.points;
-    if p.is_empty() {
+    if p.is_empty() || (r.interrupted && p.len() < 2) {
         return None;
     }
     let span_s = (p.last()?.t_ms / 1e3).max(r.window_s).max(1e-9);
@@ -314,5 +317,19 @@ mod tests {
     #[test]
     fn empty_record_has_no_stats() {
         assert!(stats(&rec(&[], 10.0), 2.0).is_none());
+    }
+
+    #[test]
+    fn a_window_stopped_before_its_second_sample_has_no_rates() {
+        let mut r = rec(&[3], 10.0);
+        r.window_s = 0.0004;
+        r.interrupted = true;
+        assert!(stats(&r, 2.0).is_none());
+        // Not stopped (a window of one sample by design), or two samples: figures.
+        r.interrupted = false;
+        assert!(stats(&r, 2.0).is_some());
+        let mut r = rec(&[3, 4], 10.0);
+        r.interrupted = true;
+        assert_eq!(stats(&r, 2.0).unwrap().samples, 2);
     }
 }

@@ -1009,10 +1009,11 @@ impl<'a> Live<'a> {
         if stop.load(Ordering::Relaxed)
             && burst
                 .as_ref()
-                .is_some_and(|b| b.interrupted && b.points.is_empty())
+                .is_some_and(|b| b.interrupted && b.points.len() < 2)
         {
             self.ctx.notes.push(
-                "stopped (Ctrl-C or a signal) before the window's first sample; no burst figures"
+                "stopped (Ctrl-C or a signal) within the window's first sampling period: too \
+                 short for burst figures"
                     .into(),
             );
         }
