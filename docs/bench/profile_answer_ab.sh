@@ -7,14 +7,9 @@ secs=$1; hz=$2; attach=$3; pairs=$4; shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/throwaway_mariadb.sh"
 dir=$(mktemp -d /tmp/spinscope-profile-ab.XXXXXX)
-sbp=""
-trap '[ -n "$sbp" ] && kill $sbp 2>/dev/null; mdb_stop "$dir"; rm -rf "$dir"' EXIT
+trap 'mdb_stop "$dir"; rm -rf "$dir"' EXIT
 mdb_start "$dir" --innodb-flush-log-at-trx-commit=0
-mariadb --no-defaults -S "$dir/sock" -uroot -e 'CREATE DATABASE sbtest'
-sb="sysbench oltp_read_write --mysql-socket=$dir/sock --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000"
-$sb prepare > /dev/null
-$sb --threads=8 --time=100000 run > /dev/null 2>&1 & sbp=$!
-sleep 3
+mdb_sysbench_rw "$dir" 8
 echo "# $(date -u +%FT%TZ) ${secs}s at ${hz} Hz, attach $attach; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for p in $(seq "$pairs"); do
   for nb in "$@"; do

@@ -14,13 +14,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 sp=${SPINSCOPE:-$here/../../target/release/spinscope}
 . "$here/throwaway_mariadb.sh"
 dir=$(mktemp -d /tmp/spinscope-profile-e2e.XXXXXX)
-trap 'kill $sbp 2>/dev/null || true; mdb_stop "$dir"; rm -rf "$dir"' EXIT
+trap 'mdb_stop "$dir"; rm -rf "$dir"' EXIT
 mdb_start "$dir" --innodb-flush-log-at-trx-commit=0
-mariadb --no-defaults -S "$dir/sock" -uroot -e 'CREATE DATABASE sbtest'
-sb="sysbench oltp_read_write --mysql-socket=$dir/sock --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000"
-$sb prepare > /dev/null
-$sb --threads=8 --time=100000 run > /dev/null 2>&1 & sbp=$!
-sleep 3
+mdb_sysbench_rw "$dir" 8
 echo "# $(date -u +%FT%TZ) ${secs}s at ${hz} Hz, attach $attach; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 a=(-a); [ "$attach" = task ] && a=(-p "$mdb_pid")
 t() { local s; s=$(date +%s.%N); "$@"; python3 -c "print(f'{$(date +%s.%N)-$s:.2f}')"; }

@@ -4,8 +4,11 @@
 #   mdb_start DIR [MARIADBD_OPTION...]  install DIR/data, start the server, wait until it
 #                                       answers; sets mdb_pid and mdb_port. Later options
 #                                       override the defaults (the last one wins in mariadbd).
-#   mdb_stop DIR                        shut it down (or kill it) and wait; safe to call twice.
-mdb_pid=""; mdb_port=""
+#   mdb_sysbench_rw DIR THREADS         a background `sysbench oltp_read_write` on schema sbtest
+#                                       (4 x 10,000 rows), running until mdb_stop; sets mdb_sb_pid.
+#   mdb_stop DIR                        stop that load, shut the server down (or kill it) and
+#                                       wait; safe to call twice.
+mdb_pid=""; mdb_port=""; mdb_sb_pid=""
 mdb_start() {
   local dir=$1; shift
   mkdir -p "$dir/tmp"
@@ -26,8 +29,17 @@ mdb_start() {
   tail -5 "$dir/error.log" >&2 || true
   return 1
 }
+mdb_sysbench_rw() {
+  local dir=$1 threads=$2
+  mariadb --no-defaults -S "$dir/sock" -uroot -e 'CREATE DATABASE sbtest'
+  local sb="sysbench oltp_read_write --mysql-socket=$dir/sock --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=10000"
+  $sb prepare > /dev/null
+  $sb --threads="$threads" --time=100000 run > /dev/null 2>&1 & mdb_sb_pid=$!
+  sleep 3
+}
 mdb_stop() {
   local dir=$1
+  if [ -n "$mdb_sb_pid" ]; then kill "$mdb_sb_pid" 2>/dev/null || true; wait "$mdb_sb_pid" 2>/dev/null || true; mdb_sb_pid=""; fi
   [ -n "$mdb_pid" ] || return 0
   mariadb-admin --no-defaults -S "$dir/sock" -uroot shutdown 2>/dev/null || kill "$mdb_pid" 2>/dev/null || true
   wait "$mdb_pid" 2>/dev/null || true
