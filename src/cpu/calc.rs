@@ -227,6 +227,56 @@ pub fn group_figure(group_medians: &[f64], clocks: &[f64]) -> Option<GroupFigure
     })
 }
 
+/// The figure of a series whose every batch was paired with a clock reading taken right after
+/// it (core cycles per tick; see `measure::time_hint`). Each pair gives that batch's core
+/// cycles per hint at the clock it ran at; each group's median of those is its figure in
+/// cycles, and its median clock its clock. The lower quartile of the groups' cycles is the
+/// figure (contention only adds cycles), their spread says whether the cycles agree (a clock
+/// that moved does not spread them), and the figure goes to ticks at the fast clock of the
+/// groups (their 90th percentile). Where any group lacks a clock for a batch (an architecture
+/// without the add chain), the groups' ticks decide as in [`group_figure`].
+pub fn series_figure(
+    groups: &[Vec<u64>],
+    pair_clocks: &[Vec<f64>],
+    overhead_ticks: f64,
+    hints: u64,
+) -> Option<GroupFigure> {
+    let ticks_only = || group_figure(&group_medians(groups, overhead_ticks, hints), &[]);
+    let paired = hints > 0
+        && pair_clocks.len() == groups.len()
+        && groups
+            .iter()
+            .zip(pair_clocks)
+            .all(|(g, c)| g.len() == c.len() && c.iter().all(|k| k.is_finite() && *k > 0.0));
+    if !paired {
+        return ticks_only();
+    }
+    let (mut cycles, mut clocks) = (Vec::new(), Vec::new());
+    for (g, c) in groups.iter().zip(pair_clocks) {
+        let (cyc, clk): (Vec<f64>, Vec<f64>) = g
+            .iter()
+            .zip(c)
+            .map(|(&t, &k)| ((t as f64 - overhead_ticks) / hints as f64 * k, k))
+            .filter(|(x, _)| x.is_finite() && *x > 0.0)
+            .unzip();
+        if let (Some(a), Some(b)) = (summarize(&cyc), summarize(&clk)) {
+            cycles.push(a.median);
+            clocks.push(b.median);
+        }
+    }
+    let (cyc, spread_pct) = robust_estimate(&cycles)?;
+    clocks.sort_by(|a, b| a.total_cmp(b));
+    let fast = crate::analysis::stats::quantile_sorted(&clocks, 0.9);
+    let slow = crate::analysis::stats::quantile_sorted(&clocks, 0.1);
+    Some(GroupFigure {
+        ticks: cyc / fast,
+        spread_pct,
+        cycles: Some(cyc),
+        cycles_per_tick: Some(fast),
+        clock_spread_pct: Some((fast - slow) / slow * 100.0),
+    })
+}
+
 /// Per-hint medians of each group of batches (overhead subtracted).
 pub fn group_medians(groups: &[Vec<u64>], overhead_ticks: f64, hints: u64) -> Vec<f64> {
     groups
@@ -435,6 +485,78 @@ mod tests {
         let f = group_figure(&med, &[]).unwrap();
         assert_eq!(f.cycles, None);
         assert!(group_figure(&[], &[]).is_none());
+    }
+
+    /// A pair of 32 hints in `ticks_per_hint * 32 + 16` ticks at clock `k`.
+    fn pair_group(ticks_per_hint: &[f64], k: &[f64]) -> (Vec<u64>, Vec<f64>) {
+        let b = ticks_per_hint
+            .iter()
+            .map(|t| (t * 32.0 + 16.0).round() as u64)
+            .collect();
+        (b, k.to_vec())
+    }
+
+    #[test]
+    fn a_clock_that_moves_within_groups_does_not_spread_the_cycles() {
+        // 40 cycles per PAUSE. Every group alternates between 1.43 cycles per tick (28 ticks
+        // per PAUSE) and 0.65 (61.5 ticks: the clock at less than half), the issue's "clock
+        // moved 122% between groups" inside each group. A clock read once per group gives each
+        // group the wrong cycles; paired readings keep them at 40.
+        let (mut groups, mut clocks) = (Vec::new(), Vec::new());
+        for gi in 0..20 {
+            let (t, k): (Vec<f64>, Vec<f64>) = (0..10)
+                .map(|i| {
+                    let k = if (i + gi) % 3 == 0 { 0.65 } else { 1.43 };
+                    (40.0 / k, k)
+                })
+                .unzip();
+            let (b, c) = pair_group(&t, &k);
+            groups.push(b);
+            clocks.push(c);
+        }
+        let f = series_figure(&groups, &clocks, 16.0, 32).unwrap();
+        assert!((f.cycles.unwrap() - 40.0).abs() < 0.2, "{f:?}");
+        assert!(f.spread_pct < 1.0, "{f:?}");
+        assert!((f.ticks - 28.0).abs() < 0.2, "{f:?}");
+        assert!(judge(20, 20, f.spread_pct, f.ticks, None).is_ok());
+        // The same batches with one clock per group (the last batch's) spread far.
+        let med = group_medians(&groups, 16.0, 32);
+        let last: Vec<f64> = clocks.iter().map(|c| *c.last().unwrap()).collect();
+        let old = group_figure(&med, &last).unwrap();
+        assert!(old.spread_pct > 10.0, "{old:?}");
+    }
+
+    #[test]
+    fn paired_cycles_that_disagree_are_refused_and_a_preempted_batch_is_outvoted() {
+        // A busy sibling stretching the hint itself: cycles from 40 to 60 across the groups.
+        let (mut groups, mut clocks) = (Vec::new(), Vec::new());
+        for gi in 0..20 {
+            let cyc = 40.0 + gi as f64;
+            let (b, c) = pair_group(&[cyc / 1.43; 10], &[1.43; 10]);
+            groups.push(b);
+            clocks.push(c);
+        }
+        let f = series_figure(&groups, &clocks, 16.0, 32).unwrap();
+        assert!(judge(20, 20, f.spread_pct, f.ticks, None).is_err(), "{f:?}");
+        // One batch per group preempted by the hypervisor (no context switch seen inside the
+        // guest): 50x its ticks, and its chain 10x slower. The median pair keeps 40 cycles.
+        let (mut groups, mut clocks) = (Vec::new(), Vec::new());
+        for _ in 0..20 {
+            let mut t = vec![28.0; 9];
+            let mut k = vec![1.43; 9];
+            t.push(1400.0);
+            k.push(0.143);
+            let (b, c) = pair_group(&t, &k);
+            groups.push(b);
+            clocks.push(c);
+        }
+        let f = series_figure(&groups, &clocks, 16.0, 32).unwrap();
+        assert!((f.cycles.unwrap() - 40.0).abs() < 0.2, "{f:?}");
+        assert!((f.cycles_per_tick.unwrap() - 1.43).abs() < 1e-9, "{f:?}");
+        // Without a clock for every batch: the ticks decide.
+        let f = series_figure(&groups, &[], 16.0, 32).unwrap();
+        assert_eq!(f.cycles, None);
+        assert!(series_figure(&[], &[], 16.0, 32).is_none());
     }
 
     #[test]

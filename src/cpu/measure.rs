@@ -103,9 +103,10 @@ pub struct Series {
     pub groups: Vec<Vec<u64>>,
     /// Groups measured again because a context switch or a migration landed inside them.
     pub disturbed_groups: usize,
-    /// Core cycles per counter tick during each kept group (a chain of dependent adds timed
-    /// after its batches): the core clock over the counter rate.
-    pub group_clocks: Vec<f64>,
+    /// Core cycles per counter tick beside each batch of the kept groups (a chain of dependent
+    /// adds timed right after the batch; NaN where it could not be timed): the core clock over
+    /// the counter rate at the moment the batch ran.
+    pub pair_clocks: Vec<Vec<f64>>,
 }
 
 /// Batches per group: about 20 groups per series, 5 to 50 batches each.
@@ -120,13 +121,14 @@ pub fn group_size(batches: usize) -> usize {
 /// the hardware counts it, so the batches time the core, not the host's scheduler.
 pub const BATCH_GAP_NS: f64 = 200.0;
 
-/// A pause between groups: 40 groups sample about 0.8 s instead of 3 ms, so a spell of a
+/// A pause between groups: 40 groups sample about 0.4 s instead of 5 ms, so a spell of a
 /// slower core clock (a busy SMT sibling on the host, a power limit; seen lasting 100-200 ms
-/// on a Sapphire Rapids guest) covers a minority of the groups and the figure, given at the
-/// fast clock of the groups (their 90th percentile), stays the core's own. With 0.8 ms pauses
-/// (about 40 ms in all) one such spell could cover every group and read +30%. Sleeping costs
-/// no CPU: the probe's CPU time is unchanged, its wall time grows by about 0.8 s.
-pub const GROUP_PAUSE: Duration = Duration::from_millis(20);
+/// on a Sapphire Rapids guest) covers a minority of the groups and the ns figure, given at
+/// the fast clock of the groups (their 90th percentile), stays the core's own. The cycles
+/// per hint do not depend on it: every batch is paired with its own clock reading. Sleeping
+/// costs no CPU; with 20 ms pauses a series took 0.8 s, and a retried one 1.6 s, beyond the
+/// 1.5 s a probe may take (issue 34).
+pub const GROUP_PAUSE: Duration = Duration::from_millis(10);
 
 /// Core cycles per tick from a timed add chain, the reads' cost subtracted.
 fn chain_clock(iters: u32, overhead_ticks: f64) -> Option<f64> {
@@ -143,10 +145,14 @@ fn batch_with_gap(hint: Hint, iters: u32, gap_ticks: u64) -> Option<u64> {
     Some(t)
 }
 
-/// Time about `batches` batches of `hint`, each sized to about `target_ticks` and followed by
-/// `gap_ticks` of plain work, after spinning for `warmup_ticks` first. Batches run in groups
-/// of [`group_size`]; a group in which the thread was switched out or moved (getrusage,
-/// sched_getcpu) is measured again, up to three times as many groups in all.
+/// Time about `batches` batches of `hint`, each sized to about `target_ticks`, paired with a
+/// timed add chain of about the same length (the core clock at that moment) and followed by
+/// `gap_ticks` of plain work, after spinning for `warmup_ticks` first. A clock read once per
+/// group missed clocks that moved within the group, and the group's cycles came out wrong
+/// both ways (issue 34: groups spread 28% on a quiet Sapphire Rapids host); a clock beside
+/// every batch gives each batch its own cycles. Batches run in groups of [`group_size`]; a
+/// group in which the thread was switched out or moved (getrusage, sched_getcpu) is measured
+/// again, up to three times as many groups in all.
 pub fn time_hint(
     hint: Hint,
     batches: usize,
@@ -187,14 +193,17 @@ pub fn time_hint(
             std::thread::sleep(GROUP_PAUSE);
         }
         let (sw0, cpu0) = (thread_switches(), current_cpu());
-        let mut v = Vec::with_capacity(g);
+        let (mut v, mut c) = (Vec::with_capacity(g), Vec::with_capacity(g));
         for _ in 0..g {
-            v.push(batch_with_gap(hint, iters, gap_ticks)?);
+            let t = arch::timed_batch(hint, iters)?;
+            c.push(chain_clock(chain_iters, oh).unwrap_or(f64::NAN));
+            let g0 = arch::ticks_fast();
+            while arch::ticks_fast().wrapping_sub(g0) < gap_ticks {}
+            v.push(t);
         }
-        let clock = chain_clock(chain_iters, oh);
         if sw0.is_some() && sw0 == thread_switches() && cpu0 == current_cpu() {
             groups.push(v);
-            clocks.push(clock.unwrap_or(f64::NAN));
+            clocks.push(c);
         } else {
             disturbed += 1;
         }
@@ -205,7 +214,7 @@ pub fn time_hint(
         batches: groups.iter().flatten().copied().collect(),
         groups,
         disturbed_groups: disturbed,
-        group_clocks: clocks,
+        pair_clocks: clocks,
     })
 }
 

@@ -35,7 +35,7 @@ pub const SCHEMA: &str = "spinscope.probe/1";
 pub const DEFAULT_BATCHES: usize = 2000;
 
 /// Series measured at most per CPU and hint when the host stretches the groups of batches.
-pub const MAX_ATTEMPTS: usize = 3;
+pub const MAX_ATTEMPTS: usize = 2;
 
 /// How much measuring to do.
 #[derive(Debug, Clone)]
@@ -393,7 +393,7 @@ fn measure_series_once(
             hint.name()
         ))
     })?;
-    let fig = calc::group_figure(&calc::group_medians(&s.groups, oh, hints), &s.group_clocks);
+    let fig = calc::series_figure(&s.groups, &s.pair_clocks, oh, hints);
     let (cycles, note) = if o.cycles {
         match measure::cycles_per_hint(hint, s.iters, 31) {
             Ok(c) => (Some(c), None),
@@ -632,11 +632,11 @@ struct Rounds {
     verdict: std::result::Result<(), String>,
 }
 
-/// A round measures every series, then MariaDB's short measurement on the last CPU. The two
-/// are timed a few ms apart, so a busy host can stretch one and not the other: a round whose
-/// figure disagrees is measured again whole (MAX_ATTEMPTS rounds at most), and a note says
-/// so. Each series also repeats on its own when its groups spread (measure_series). Leaves
-/// the thread pinned: the caller restores its affinity.
+/// Every series (each retried on its own when its cycles spread, see `measure_series`), then
+/// MariaDB's short measurement on the last CPU. That measurement is in ticks at whatever the
+/// clock was in its few microseconds, so it does not judge the figure (it once refused whole
+/// rounds on a quiet host whose clock moved, and re-measured them: 2.5-7.4 s, issue 34); a
+/// note says when it disagrees. Leaves the thread pinned: the caller restores its affinity.
 fn measure_rounds(
     targets: &[usize],
     base: Series<'_>,
@@ -644,37 +644,54 @@ fn measure_rounds(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Rounds> {
     let o = base.o;
-    let mut round = 1;
-    loop {
-        let mut measurements = Vec::new();
-        for &cpu in targets {
-            Series { cpu, ..base }.measure(&mut measurements, notes, progress)?;
-        }
-        // The MariaDB rule runs pinned too (still on the last CPU).
-        let trials = if o.mariadb_trials > 0 {
-            progress("repeating MariaDB's startup PAUSE measurement");
-            measure::mariadb_trials(o.mariadb_trials, 1)
-        } else {
-            Vec::new()
-        };
-        let verdict = judge_report(&measurements, arch::primary_hint(), o, &trials);
-        match verdict {
-            Err(why) if round < MAX_ATTEMPTS => {
-                progress(&format!("round {round} gave no figure; measuring again"));
-                notes.push(format!(
-                    "round {round} of the probe was discarded ({why}) and measured again"
-                ));
-                round += 1;
-            }
-            verdict => {
-                return Ok(Rounds {
-                    measurements,
-                    trials,
-                    verdict,
-                })
-            }
-        }
+    let mut measurements = Vec::new();
+    for &cpu in targets {
+        Series { cpu, ..base }.measure(&mut measurements, notes, progress)?;
     }
+    // The MariaDB rule runs pinned too (still on the last CPU).
+    let trials = if o.mariadb_trials > 0 {
+        progress("repeating MariaDB's startup PAUSE measurement");
+        measure::mariadb_trials(o.mariadb_trials, 1)
+    } else {
+        Vec::new()
+    };
+    let verdict = judge_report(&measurements, arch::primary_hint(), o);
+    if let Some(n) = mariadb_disagreement(&measurements, arch::primary_hint(), &trials) {
+        notes.push(n);
+    }
+    Ok(Rounds {
+        measurements,
+        trials,
+        verdict,
+    })
+}
+
+/// A note when MariaDB's own short measurement (ticks per PAUSE) lies outside
+/// [`calc::MARIADB_AGREEMENT`] of the figure's ticks at the fast clock.
+fn mariadb_disagreement(
+    ms: &[HintMeasurement],
+    hint: Hint,
+    trials: &[(u64, u64)],
+) -> Option<String> {
+    let m = calc::mariadb_rule(trials).median_ticks_per_pause?;
+    let fig = ms
+        .iter()
+        .rev()
+        .find(|m| m.hint == hint && m.smt_sibling_busy.is_none())?
+        .figure_ticks();
+    let r = m / fig;
+    (fig > 0.0 && !(calc::MARIADB_AGREEMENT.0..=calc::MARIADB_AGREEMENT.1).contains(&r)).then(
+        || {
+            format!(
+                "MariaDB's own short measurement read {} ticks per PAUSE, x{} the figure's {} at \
+             the fast clock: the clock (or the host) was slower in its few microseconds; its \
+             startup rule below is what a server starting at such a moment would decide",
+                crate::units::fmt_num(m),
+                crate::units::fmt_num(r),
+                crate::units::fmt_num(fig)
+            )
+        },
+    )
 }
 
 /// Where one CPU's series are measured, and what it needs to know to do so.
@@ -747,15 +764,13 @@ impl Series<'_> {
     }
 }
 
-/// Whether the summary stands: every idle series of the primary hint passes `calc::judge`,
-/// its figure checked against MariaDB's own short measurement where that ran (x86).
+/// Whether the summary stands: every idle series of the primary hint passes `calc::judge`
+/// (enough undisturbed groups, their cycles within [`calc::MAX_GROUP_SPREAD_PCT`]).
 fn judge_report(
     ms: &[HintMeasurement],
     hint: Hint,
     o: &ProbeOptions,
-    trials: &[(u64, u64)],
 ) -> std::result::Result<(), String> {
-    let mariadb = calc::mariadb_rule(trials).median_ticks_per_pause;
     let wanted = o.batches.div_ceil(measure::group_size(o.batches)).max(1);
     for m in ms
         .iter()
@@ -766,7 +781,7 @@ fn judge_report(
             wanted,
             m.group_spread_pct.unwrap_or(f64::NAN),
             m.figure_ticks(),
-            mariadb,
+            None,
         )
         .map_err(|e| {
             format!(

@@ -105,8 +105,7 @@ pub fn hint_ns(hint: Hint) -> Option<f64> {
     let s = measure::time_hint(hint, 400, 1_000.0 * ghz, (5e6 * ghz) as u64, gap)?;
     let oh = calc::overhead(&s.overhead);
     let hints = s.iters as u64 * arch::UNROLL as u64;
-    calc::group_figure(&calc::group_medians(&s.groups, oh, hints), &s.group_clocks)
-        .map(|f| f.ticks / ghz)
+    calc::series_figure(&s.groups, &s.pair_clocks, oh, hints).map(|f| f.ticks / ghz)
 }
 
 #[cfg(test)]
