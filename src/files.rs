@@ -17,6 +17,19 @@ use crate::error::{Error, Result};
 /// under 10 MiB.
 pub const JSON_INPUT_CAP: u64 = 64 << 20;
 
+/// spinscope's state directory: `$XDG_STATE_HOME/spinscope` (else `~/.local/state/spinscope`),
+/// home of the change journal and this host's saved CPU figure; None when neither
+/// XDG_STATE_HOME nor HOME is set.
+pub fn state_dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state")
+        }
+    };
+    Some(base.join("spinscope"))
+}
+
 /// What a file that is not a regular file is, for messages (None: a regular file).
 pub fn special_kind(ft: std::fs::FileType) -> Option<&'static str> {
     if ft.is_fifo() {

@@ -265,13 +265,7 @@ pub fn close_everywhere(conn: &mut mysql::Conn, r: &Record) {
 
 /// Where the journal lives; None when neither XDG_STATE_HOME nor HOME is set.
 pub fn dir() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => PathBuf::from(x),
-        None => {
-            PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state")
-        }
-    };
-    Some(base.join("spinscope").join("journal"))
+    Some(crate::files::state_dir()?.join("journal"))
 }
 
 fn journal_dir() -> Result<PathBuf> {

@@ -14,13 +14,18 @@ YIELD), each between two serialized counter reads and followed by a short gap of
 calibrated against CLOCK_MONOTONIC_RAW over 9 short windows; the timer's own cost is
 subtracted. Batches run in groups; a group in which the thread was switched out or moved is
 measured again. The figure is the lower quartile of the groups' medians (contention only adds
-time); when the groups spread more than 10%, or disagree with MariaDB's own short
-measurement, the series is repeated (3 at most) and otherwise the probe says the host is too
-busy: no figure, valid = false with invalid_reason in the JSON, exit code 3. Core cycles per hint come from the hardware cycle counter
+time). Every batch is paired with a timed chain of dependent adds (one core cycle each), so
+each batch has its own core cycles per hint whatever the clock did; the figure is given in
+cycles and in ns at the fast clock of the probe (and at the slowest, when the clock moved).
+When the groups' cycles spread more than 10% the series is repeated once, and otherwise the
+probe says the host is too busy: no figure, valid = false with invalid_reason in the JSON,
+exit code 3. A valid probe is kept as this host's CPU figure (in the state directory, with the
+figures of earlier probes for the run-to-run spread): doctor, spin, tune and watch use it
+until the CPU, the kernel or the hypervisor changes, or it is 7 days old. Core cycles per hint come from the hardware cycle counter
 (perf_event_open) where one can be read, and are reported as unavailable otherwise.
 
 Examples:
-  spinscope probe                          # the current CPU, under 0.1 s
+  spinscope probe                          # the current CPU, about 0.5 s
   spinscope probe --cpus all --smt-load    # every CPU, idle and with its SMT sibling busy
   spinscope probe --save host-a.json       # for `spin --probe` / `doctor --host-facts`
   spinscope probe --json | jq .summary";
@@ -67,13 +72,29 @@ pub fn run(a: ProbeArgs) -> Result<i32> {
         crate::files::check_output(path, "--save")?;
     }
     let show_progress = std::io::stderr().is_terminal();
-    let doc = cpu::probe(&o, &mut |msg| {
+    let mut doc = cpu::probe(&o, &mut |msg| {
         if show_progress {
             eprint!("\r\x1b[2Kspinscope probe: {msg}...");
         }
     })?;
     if show_progress {
         eprint!("\r\x1b[2K");
+    }
+    // A valid probe is this host's CPU figure from now on, for every command (`cpu::saved`);
+    // one taken under --smt-load describes a loaded core, not the host.
+    if doc.valid && !a.smt_load {
+        match cpu::saved::record(&doc) {
+            Ok((path, spread)) => {
+                doc.runs_on_this_host = spread;
+                eprintln!(
+                    "spinscope probe: kept as this host's CPU figure ({}): doctor, spin, tune and \
+                     watch price settings with it until the CPU changes or it is {} old",
+                    path.display(),
+                    cpu::saved::fmt_age(cpu::saved::MAX_AGE_S)
+                );
+            }
+            Err(e) => eprintln!("spinscope probe: not kept as this host's CPU figure: {e}"),
+        }
     }
     if let Some(path) = &a.save {
         report::save_json(&doc, path)?;

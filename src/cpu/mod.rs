@@ -14,6 +14,7 @@ pub mod arch;
 pub mod calc;
 pub mod cpuinfo;
 pub mod measure;
+pub mod saved;
 pub mod source;
 pub mod timing;
 pub mod topology;
@@ -252,6 +253,10 @@ pub struct ProbeReport {
     pub invalid_reason: Option<String>,
     #[serde(default)]
     pub load: HostLoad,
+    /// The figures of this host's probes so far (this one included), from the saved host
+    /// figure (`saved`); absent on a first probe, an invalid one or another host's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_on_this_host: Option<saved::RunSpread>,
 }
 
 fn yes() -> bool {
@@ -577,6 +582,7 @@ pub fn probe(o: &ProbeOptions, progress: &mut dyn FnMut(&str)) -> Result<ProbeRe
             loadavg_1m,
             steal_pct,
         },
+        runs_on_this_host: None,
     })
 }
 
@@ -908,6 +914,12 @@ pub fn cpu_model(r: &ProbeReport, label: &str) -> CpuModel {
 
 /// Human description of a probe for labels: `EPYC 7B13 (zen3), probe of host-a`.
 pub fn describe(r: &ProbeReport) -> String {
+    let host = r.host.hostname.as_deref().unwrap_or("unknown host");
+    format!("{}, probe of {host}", describe_cpu(r))
+}
+
+/// The probed CPU in a few words: its name and, where known, the reference table's key.
+pub fn describe_cpu(r: &ProbeReport) -> String {
     let name = if r.cpu.model_name.is_empty() {
         r.cpu.vendor.clone()
     } else {
@@ -919,8 +931,7 @@ pub fn describe(r: &ProbeReport) -> String {
         .as_deref()
         .map(|k| format!(" ({k})"))
         .unwrap_or_default();
-    let host = r.host.hostname.as_deref().unwrap_or("unknown host");
-    format!("{name}{arch}, probe of {host}")
+    format!("{name}{arch}")
 }
 
 #[cfg(test)]
@@ -1001,6 +1012,7 @@ mod tests {
             valid: true,
             invalid_reason: None,
             load: HostLoad::default(),
+            runs_on_this_host: None,
         }
     }
 

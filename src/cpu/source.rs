@@ -20,7 +20,8 @@ pub enum CpuSource {
     PauseCycles { cycles: f64, ghz: f64 },
     /// A probe saved with `spinscope probe --save FILE`.
     ProbeFile(PathBuf),
-    /// A quick probe of the CPU this runs on (about 0.1 s).
+    /// This machine's figure: the saved probe of this host, else a quick probe (about 0.5 s),
+    /// kept for the next command (`super::saved`).
     ThisMachine,
 }
 
@@ -73,8 +74,11 @@ pub fn resolve(src: &CpuSource) -> Result<CpuModel> {
         }
         CpuSource::ProbeFile(p) => from_probe_file(p),
         CpuSource::ThisMachine => {
-            let r = super::probe_current_cpu_quick()?;
-            Ok(super::cpu_model(&r, &super::describe(&r)))
+            let fig = super::saved::this_host()?;
+            if let Some(n) = &fig.note {
+                eprintln!("spinscope: {n}");
+            }
+            Ok(super::cpu_model(&fig.report, &fig.label))
         }
     }
 }

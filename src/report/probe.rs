@@ -198,13 +198,50 @@ fn clock_line(r: &ProbeReport) -> String {
         return String::new();
     };
     let hint = r.summary.hint.name().to_uppercase();
-    format!(
+    let mut out = format!(
         "  that is {} core cycles at the {} GHz the core ran at during the probe (timed with a \
          chain of dependent adds); a lower core clock (a busy host's turbo) makes each {hint} \
          longer in ns, not in cycles.\n",
         fmt_num(cycles),
         fmt_num(ghz),
-    )
+    );
+    let spread = r.measurements.first().and_then(|m| m.clock_spread_pct);
+    if let Some(sp) = spread.filter(|sp| *sp > 5.0) {
+        let slow = ghz / (1.0 + sp / 100.0);
+        out += &format!(
+            "  the clock moved during the probe: at the slowest {} GHz seen, one {hint} took {}.\n",
+            fmt_num(slow),
+            fmt_ns(cycles / slow)
+        );
+    }
+    out
+}
+
+/// This host's probes so far (the saved figures), when there were earlier ones.
+fn runs_line(r: &ProbeReport) -> String {
+    let Some(s) = &r.runs_on_this_host else {
+        return String::new();
+    };
+    let since = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(s.since_unix_s),
+    );
+    let pct = |x: f64| (x - s.ns_median) / s.ns_median * 100.0;
+    let mut out = format!(
+        "run to run: {} probes of this host since {since}: {} - {} (median {}, {:+.1}% .. {:+.1}%)",
+        s.runs,
+        fmt_ns(s.ns_min),
+        fmt_ns(s.ns_max),
+        fmt_ns(s.ns_median),
+        pct(s.ns_min),
+        pct(s.ns_max)
+    );
+    if let (Some(a), Some(b)) = (s.cycles_min, s.cycles_max) {
+        out += &format!("; {} - {} core cycles", fmt_num(a), fmt_num(b));
+    }
+    if let (Some(a), Some(b)) = (s.ghz_min, s.ghz_max) {
+        out += &format!(" at {} - {} GHz", fmt_num(a), fmt_num(b));
+    }
+    out + ".\n"
 }
 
 /// The figure against the baseline, the reference table and MariaDB's startup rule.
@@ -223,6 +260,7 @@ fn figure_lines(r: &ProbeReport) -> String {
         fmt_ns(crate::spin::cpus::baseline().ns_per_hint()),
     );
     out += &clock_line(r);
+    out += &runs_line(r);
     if let Some(refc) = r.cpu.reference_hint_cycles {
         out += &format!(
             "the reference table says {} cycles per hint for this microarchitecture.\n",

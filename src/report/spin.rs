@@ -154,6 +154,14 @@ pub fn render(doc: &SpinReport) -> String {
                 let _ = writeln!(o, "         {l}");
             }
         }
+        if let Some(alt) = &a.alternative {
+            let _ = writeln!(
+                o,
+                "Or       to spin exactly the design budget instead: {} ({})",
+                alt.set_global.join(" "),
+                alt.explanation
+            );
+        }
     }
     if !doc.notes.is_empty() {
         let _ = writeln!(o);

@@ -97,13 +97,22 @@ pub fn from_probe(r: &crate::cpu::ProbeReport, source: &str) -> HostFacts {
     }
 }
 
-/// Static facts of this machine plus a quick measurement of its spin hint (about 0.1 s);
-/// without the measurement (and saying why on stderr) when probing is not possible here.
+/// Static facts of this machine plus its spin hint's figure (this host's saved probe, else a
+/// quick probe of about 0.5 s, see `cpu::saved`); without it (and saying why on stderr) when
+/// there is neither.
 pub fn local_with_probe() -> HostFacts {
     let mut h = local_static();
-    match crate::cpu::probe_current_cpu_quick() {
-        Ok(r) => {
-            let p = from_probe(&r, "local (quick probe)");
+    match crate::cpu::saved::this_host() {
+        Ok(fig) => {
+            if let Some(n) = &fig.note {
+                eprintln!("spinscope: {n}");
+            }
+            let source = if fig.saved_age_s.is_some() {
+                "local (saved probe)"
+            } else {
+                "local (quick probe)"
+            };
+            let p = from_probe(&fig.report, source);
             h.source = p.source;
             h.ns_per_hint = p.ns_per_hint;
             h.tsc_ticks_per_hint = p.tsc_ticks_per_hint;
@@ -118,6 +127,7 @@ pub fn local_with_probe() -> HostFacts {
 fn measured_label(source: &str) -> String {
     match source {
         "local (quick probe)" => "quick probe of the server's host".to_string(),
+        "local (saved probe)" => "saved probe of the server's host".to_string(),
         "local" => "probe of the server's host".to_string(),
         other => format!("measured: {other}"),
     }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::advice::fmt_factor;
-use super::advice::{max_spin_ns, recommend, Recommendation};
+use super::advice::{max_spin_ns, recommend, recommendation_for, Recommendation};
 use super::model::{default_settings, family_for, readings, CpuModel, Family, Reading, Settings};
 use super::version::ServerVersion;
 
@@ -95,6 +95,10 @@ pub fn fmt_ratio(r: f64) -> String {
 pub struct Advice {
     pub target_description: String,
     pub recommendation: Recommendation,
+    /// For the design budget (`--match baseline`): the settings that spin it exactly, when the
+    /// advice is to put the defaults back (`spin::design`, the advice doctor and tune give).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternative: Option<Recommendation>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,9 +193,28 @@ pub fn build(
                 )
             }
         };
+        // The design budget is one question with one answer, whichever command asks it.
+        let is_design = (target_ns - design.design_max_spin_ns).abs()
+            <= 1e-9 * design.design_max_spin_ns.max(1.0);
+        if is_design {
+            let d = super::design::design_advice(&info, &settings, &this.cpu);
+            let recommendation = d.primary.unwrap_or_else(|| {
+                recommendation_for(&info, &settings, &this.cpu, target_ns, settings)
+            });
+            return Advice {
+                target_description: format!(
+                    "{target_description}: the design budget (changed only at {}x or more; \
+                     doctor and tune give the same advice)",
+                    super::design::WARN_RATIO
+                ),
+                recommendation,
+                alternative: d.alternative,
+            };
+        }
         Advice {
             target_description,
             recommendation: recommend(&info, &settings, &this.cpu, target_ns),
+            alternative: None,
         }
     });
 

@@ -3,6 +3,7 @@
 
 pub mod advice;
 pub mod cpus;
+pub mod design;
 pub mod doc;
 pub mod model;
 pub mod version;

@@ -137,27 +137,17 @@ fn model_advice(
             ))
         }
         None if target.is_local() => {
-            eprintln!(
-                "spinscope: probing this CPU for the spin model (quick probe; the server is local)"
-            );
-            // A host too busy for a figure costs the spin model's candidate, not the run: the
-            // other candidates are measured on the server and need no CPU figure.
-            let r = crate::cpu::probe(&crate::cpu::ProbeOptions::quick(), &mut |_| {})?;
-            if r.valid {
-                Some(crate::cpu::cpu_model(&r, "quick probe of this machine"))
-            } else {
-                return Ok((
-                    None,
-                    None,
-                    format!(
-                        "no CPU figure: the quick probe of this machine gave none ({}); \
-                         pass --probe FILE saved by `spinscope probe --save` at a quieter \
-                         moment",
-                        r.invalid_reason
-                            .as_deref()
-                            .unwrap_or("the host is too busy")
-                    ),
-                ));
+            // This host's figure (saved, else a quick probe, `cpu::saved`): the one doctor,
+            // spin and watch price with. A host too busy for one costs the spin model's
+            // candidate, not the run: the other candidates are measured on the server.
+            match crate::cpu::saved::this_host() {
+                Ok(fig) => {
+                    if let Some(n) = &fig.note {
+                        eprintln!("spinscope: {n}");
+                    }
+                    Some(crate::cpu::cpu_model(&fig.report, &fig.label))
+                }
+                Err(e) => return Ok((None, None, format!("no CPU figure: {e}"))),
             }
         }
         None => None,
@@ -170,9 +160,10 @@ fn model_advice(
         ));
     };
     let design = crate::spin::doc::vs_design(info, &default_settings(info), &cpu);
-    let rec = crate::spin::advice::recommend(info, current, &cpu, design.design_max_spin_ns);
+    // The design advice every command gives (doctor's fix, `spin --match baseline`).
+    let advice = crate::spin::design::design_advice(info, current, &cpu);
     Ok((
-        Some(rec.settings),
+        Some(advice.settings(current)),
         Some(cpu.label.clone()),
         format!(
             "longest spin {} like the defaults on {}",

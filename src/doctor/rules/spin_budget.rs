@@ -8,15 +8,14 @@
 //! and as the exact alternative, the advisor's settings for the design budget.
 
 use crate::doctor::{ev, Evidence, Facts, Finding, Severity};
-use crate::spin::advice::{current_vs_default, recommend, recommendation_for, Recommendation};
+use crate::spin::advice::{current_vs_default, Recommendation};
+use crate::spin::design::design_advice;
 use crate::spin::doc::{fmt_ratio, vs_design, DesignComparison};
-use crate::spin::model::{
-    default_settings, family_for, settings_from_vars, CpuModel, FamilyInfo, Settings,
-};
+use crate::spin::model::{family_for, settings_from_vars, CpuModel, FamilyInfo, Settings};
 use crate::units::fmt_ns;
 
 /// Design ratio at which the spin budget is a warning, and where nothing is advised below.
-pub const WARN_RATIO: f64 = 3.0;
+pub use crate::spin::design::WARN_RATIO;
 /// Design ratio at which it is critical.
 pub const CRITICAL_RATIO: f64 = 10.0;
 
@@ -113,7 +112,9 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
             statements: vec![],
         }];
     }
-    let fix = Fix::new(info, &current, cpu, design_ns);
+    let Some(fix) = Fix::new(info, &current, cpu) else {
+        return vec![];
+    };
     let after = vs_design(info, &fix.primary.settings, cpu);
     evidence.push(ev("after_fix_max_spin", after.here_max_spin_ns / 1e3, "us"));
     evidence.push(ev(
@@ -198,8 +199,7 @@ fn ratio_evidence(vs: &DesignComparison, cpu: &CpuModel) -> Vec<Evidence> {
     evidence
 }
 
-/// The fix: DEFAULT where the defaults are back under the warning ratio, else (and as the
-/// exact alternative) the settings the advisor finds for the design budget.
+/// The fix: the one design advice every command gives (`spin::design`), in doctor's words.
 struct Fix {
     /// The values that are not the defaults, in words.
     nondefault: Vec<String>,
@@ -208,29 +208,14 @@ struct Fix {
 }
 
 impl Fix {
-    fn new(info: &FamilyInfo, current: &Settings, cpu: &CpuModel, design_ns: f64) -> Fix {
-        let defaults = default_settings(info);
-        let nondefault = current_vs_default(info, current);
-        let exact = recommend(info, current, cpu, design_ns);
-        let back_to_default = (!nondefault.is_empty()).then(|| {
-            let dv = vs_design(info, &defaults, cpu);
-            (
-                recommendation_for(info, current, cpu, design_ns, defaults),
-                dv,
-            )
-        });
-        let (primary, alternative) = match back_to_default {
-            Some((rec, dv)) if dv.ratio_low.unwrap_or(0.0) < WARN_RATIO => {
-                let alt = (exact.reachable && exact.settings != defaults).then_some(exact);
-                (rec, alt)
-            }
-            _ => (exact, None),
-        };
-        Fix {
-            nondefault,
-            primary,
-            alternative,
-        }
+    /// None when the advice is to change nothing.
+    fn new(info: &FamilyInfo, current: &Settings, cpu: &CpuModel) -> Option<Fix> {
+        let d = design_advice(info, current, cpu);
+        Some(Fix {
+            nondefault: current_vs_default(info, current),
+            primary: d.primary?,
+            alternative: d.alternative,
+        })
     }
 
     /// What to do, given the comparison of the primary fix's settings (`after`).
