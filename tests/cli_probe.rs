@@ -283,3 +283,69 @@ proptest! {
         prop_assert!(parse_probe(&s).is_err());
     }
 }
+
+/// A valid probe is kept as this host's figure, and `spin` without a CPU flag prices with
+/// exactly that figure (issue 34 §3: one CPU figure per host, so every command and every run
+/// gives the same advice); a second probe adds its figure to the run-to-run spread. A host
+/// too busy for a figure keeps nothing: then `spin` says the probe gave none.
+#[test]
+fn this_hosts_figure_is_kept_and_reused() {
+    let state = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        bin()
+            .env("XDG_STATE_HOME", state.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let kept = state.path().join("spinscope/host-probe.json");
+    let first = run(&["probe", "--json"]);
+    if first.status.code() == Some(3) {
+        assert!(!kept.exists(), "an invalid probe is not kept");
+        return;
+    }
+    assert_eq!(first.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&first.stderr).contains("kept as this host's CPU figure"));
+    let second = run(&["probe", "--json"]);
+    let r2: ProbeReport = serde_json::from_slice(&second.stdout).unwrap();
+    if r2.valid {
+        let spread = r2.runs_on_this_host.expect("two probes of this host");
+        assert_eq!(spread.runs, 2);
+        assert!(spread.ns_min <= r2.summary.ns_per_hint && r2.summary.ns_per_hint <= spread.ns_max);
+    }
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let ns = saved["probe"]["summary"]["ns_per_hint"].as_f64().unwrap();
+    // Two runs of spin: the saved figure both times, to the last digit, and the same advice.
+    let mut advice = Vec::new();
+    for _ in 0..2 {
+        let out = run(&[
+            "spin",
+            "--server",
+            "10.11.6-MariaDB",
+            "--spin-wait-delay",
+            "6000",
+            "--match",
+            "baseline",
+            "--json",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s: SpinReport = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(s.this.cpu.ns_per_hint, ns);
+        assert!(
+            s.this.cpu.label.starts_with("saved probe of this host"),
+            "{}",
+            s.this.cpu.label
+        );
+        let a = s.advice.expect("advice for --match");
+        // Delay 6000 is thousands of times the design budget on any CPU: something changes.
+        assert!(!a.recommendation.set_global.is_empty());
+        advice.push(a.recommendation.set_global);
+    }
+    assert_eq!(advice[0], advice[1]);
+}

@@ -15,7 +15,9 @@ mdb_start() {
   mariadb-install-db --no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --user=root \
     --auth-root-authentication-method=normal --skip-test-db > "$dir/install.log" 2>&1
   mdb_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  /usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/sock" --tmpdir="$dir/tmp" \
+  # MARIADBD: another server build (e.g. the device bundle's); MARIADBD_EXTRA: its options.
+  # shellcheck disable=SC2086
+  "${MARIADBD:-/usr/sbin/mariadbd}" --no-defaults ${MARIADBD_EXTRA:-} --datadir="$dir/data" --socket="$dir/sock" --tmpdir="$dir/tmp" \
     --port="$mdb_port" --bind-address=127.0.0.1 --user=root --innodb-buffer-pool-size=128M \
     --max-connections=200 --log-error="$dir/error.log" --pid-file="$dir/pid" "$@" > /dev/null 2>&1 &
   mdb_pid=$!

@@ -4,15 +4,76 @@
 //!
 //! The budget is what the version's defaults spin on the CPU they were designed for (a
 //! Broadwell-class CPU, 10 cycles per PAUSE). Judged over the CPU figure's noise:
-//! - under [`WARN_RATIO`] times the budget (the low end of the interval), nothing changes;
+//! - within [`WARN_RATIO`] times the budget either way (over the CPU figure's noise interval),
+//!   nothing changes;
 //! - else, where the current values are not the defaults and the defaults come back under
-//!   [`WARN_RATIO`], put the defaults back (`DEFAULT`), with the settings that spin the budget
+//!   [`WARN_RATIO`] of the budget, put the defaults back (`DEFAULT`), with the settings that spin the budget
 //!   exactly as the alternative;
 //! - else the settings that spin the budget (`advice::recommend`).
 
-use super::advice::{current_vs_default, recommend, recommendation_for, Recommendation};
-use super::doc::vs_design;
+use serde::{Deserialize, Serialize};
+
+use super::advice::{
+    current_vs_default, fmt_factor, max_spin_ns, recommend, recommendation_for, Recommendation,
+};
 use super::model::{default_settings, CpuModel, FamilyInfo, Settings};
+
+/// The design ratio: the current settings on this CPU against the budget the version's
+/// defaults were designed for (the defaults on a Broadwell-class CPU, 10 cycles per PAUSE).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesignComparison {
+    /// The CPU the defaults were designed on.
+    pub design_cpu: String,
+    /// Longest spin of the version's defaults on that CPU.
+    pub design_max_spin_ns: f64,
+    /// Longest spin of the current settings here.
+    pub here_max_spin_ns: f64,
+    /// here / design; None when the defaults do not spin.
+    pub ratio: Option<f64>,
+    /// The ratio over the CPU figure's noise interval.
+    pub ratio_low: Option<f64>,
+    pub ratio_high: Option<f64>,
+    pub in_words: String,
+}
+
+/// The design comparison of `settings` on `cpu`.
+pub fn vs_design(
+    info: &super::model::FamilyInfo,
+    settings: &Settings,
+    cpu: &CpuModel,
+) -> DesignComparison {
+    let design_cpu = CpuModel::from_reference(super::cpus::baseline());
+    let design = max_spin_ns(info, &default_settings(info), &design_cpu);
+    let here = max_spin_ns(info, settings, cpu);
+    let w = cpu.noise_pct.clamp(0.0, 50.0) / 100.0;
+    let ratio = (design > 0.0).then(|| here / design);
+    let in_words = match ratio {
+        None => format!("the defaults of {} do not spin", info.server),
+        Some(r) => format!(
+            "design ratio {}: these settings spin up to {} here, against the {} the defaults of {} \
+             spin on {} (the budget they were designed for)",
+            fmt_ratio(r),
+            crate::units::fmt_ns(here),
+            crate::units::fmt_ns(design),
+            info.server,
+            design_cpu.label
+        ),
+    };
+    DesignComparison {
+        design_cpu: design_cpu.label,
+        design_max_spin_ns: design,
+        here_max_spin_ns: here,
+        ratio,
+        ratio_low: ratio.map(|r| r * (1.0 - w)),
+        ratio_high: ratio.map(|r| r * (1.0 + w)),
+        in_words,
+    }
+}
+
+/// "4450x", "2.7x", "0.5x".
+pub fn fmt_ratio(r: f64) -> String {
+    format!("{}x", fmt_factor(r))
+}
 
 /// Design ratio at which the spin budget is a warning, and under which nothing is advised.
 pub const WARN_RATIO: f64 = 3.0;
@@ -35,11 +96,20 @@ impl DesignAdvice {
     }
 }
 
+/// Settings whose spin lies beyond [`WARN_RATIO`] times the design budget (or under its
+/// inverse: a spin far shorter than designed sends threads to sleep early) over the whole noise
+/// interval of the CPU figure. A settings that does not spin at all has no ratio and is off
+/// budget only when the defaults spin.
+pub fn off_budget(d: &DesignComparison) -> bool {
+    let over = d.ratio_low.unwrap_or(0.0) >= WARN_RATIO;
+    let under = d.ratio_high.is_some_and(|r| r <= 1.0 / WARN_RATIO);
+    over || under
+}
+
 pub fn design_advice(info: &FamilyInfo, current: &Settings, cpu: &CpuModel) -> DesignAdvice {
     let here = vs_design(info, current, cpu);
     let design_ns = here.design_max_spin_ns;
-    let no_change = here.ratio_low.unwrap_or(0.0) < WARN_RATIO;
-    if no_change {
+    if !off_budget(&here) {
         return DesignAdvice {
             design_max_spin_ns: design_ns,
             primary: None,
@@ -49,20 +119,20 @@ pub fn design_advice(info: &FamilyInfo, current: &Settings, cpu: &CpuModel) -> D
     let defaults = default_settings(info);
     let exact = recommend(info, current, cpu, design_ns);
     let defaults_suffice = !current_vs_default(info, current).is_empty()
-        && vs_design(info, &defaults, cpu).ratio_low.unwrap_or(0.0) < WARN_RATIO;
+        && !off_budget(&vs_design(info, &defaults, cpu));
     let (primary, alternative) = if defaults_suffice {
         let alt = (exact.reachable && exact.settings != defaults).then_some(exact);
         let mut back = recommendation_for(info, current, cpu, design_ns, defaults);
         let after = vs_design(info, &defaults, cpu);
         back.explanation = format!(
-            "{}: up to {} here, design ratio {} (under {WARN_RATIO}x, where nothing needs to change)",
+            "{}: up to {} here, design ratio {} (within {WARN_RATIO}x of the design budget, where nothing needs to change)",
             back.changes
                 .iter()
                 .map(|c| format!("{} back to its default {}", c.variable, c.to))
                 .collect::<Vec<_>>()
                 .join(" and "),
             crate::units::fmt_ns(after.here_max_spin_ns),
-            super::doc::fmt_ratio(after.ratio.unwrap_or(0.0))
+            fmt_ratio(after.ratio.unwrap_or(0.0))
         );
         (back, alt)
     } else {

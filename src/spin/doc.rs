@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::advice::fmt_factor;
 use super::advice::{max_spin_ns, recommend, recommendation_for, Recommendation};
+pub use super::design::{fmt_ratio, vs_design, DesignComparison};
 use super::model::{default_settings, family_for, readings, CpuModel, Family, Reading, Settings};
 use super::version::ServerVersion;
 
@@ -32,63 +33,6 @@ pub struct Comparison {
     /// None if the baseline does not spin at all.
     pub ratio: Option<f64>,
     pub in_words: String,
-}
-
-/// The design ratio: the current settings on this CPU against the budget the version's
-/// defaults were designed for (the defaults on a Broadwell-class CPU, 10 cycles per PAUSE).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DesignComparison {
-    /// The CPU the defaults were designed on.
-    pub design_cpu: String,
-    /// Longest spin of the version's defaults on that CPU.
-    pub design_max_spin_ns: f64,
-    /// Longest spin of the current settings here.
-    pub here_max_spin_ns: f64,
-    /// here / design; None when the defaults do not spin.
-    pub ratio: Option<f64>,
-    /// The ratio over the CPU figure's noise interval.
-    pub ratio_low: Option<f64>,
-    pub ratio_high: Option<f64>,
-    pub in_words: String,
-}
-
-/// The design comparison of `settings` on `cpu`.
-pub fn vs_design(
-    info: &super::model::FamilyInfo,
-    settings: &Settings,
-    cpu: &CpuModel,
-) -> DesignComparison {
-    let design_cpu = CpuModel::from_reference(super::cpus::baseline());
-    let design = max_spin_ns(info, &default_settings(info), &design_cpu);
-    let here = max_spin_ns(info, settings, cpu);
-    let w = cpu.noise_pct.clamp(0.0, 50.0) / 100.0;
-    let ratio = (design > 0.0).then(|| here / design);
-    let in_words = match ratio {
-        None => format!("the defaults of {} do not spin", info.server),
-        Some(r) => format!(
-            "design ratio {}: these settings spin up to {} here, against the {} the defaults of {} \
-             spin on {} (the budget they were designed for)",
-            fmt_ratio(r),
-            crate::units::fmt_ns(here),
-            crate::units::fmt_ns(design),
-            info.server,
-            design_cpu.label
-        ),
-    };
-    DesignComparison {
-        design_cpu: design_cpu.label,
-        design_max_spin_ns: design,
-        here_max_spin_ns: here,
-        ratio,
-        ratio_low: ratio.map(|r| r * (1.0 - w)),
-        ratio_high: ratio.map(|r| r * (1.0 + w)),
-        in_words,
-    }
-}
-
-/// "4450x", "2.7x", "0.5x".
-pub fn fmt_ratio(r: f64) -> String {
-    format!("{}x", fmt_factor(r))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

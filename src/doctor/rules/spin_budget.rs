@@ -1,15 +1,16 @@
 //! Spin budget: the current settings on this CPU against the budget the version's defaults
 //! were designed for (the defaults on a Broadwell-class CPU; docs/REFERENCE.md §1, §2).
 //!
-//! Severity comes from the low end of the design ratio over the CPU figure's noise, so a
-//! figure that moves a few percent between runs does not move the severity: below 3x nothing
-//! is advised; 3x and more is a warning, 10x and more critical. The fix prefers putting
-//! non-default values back (`DEFAULT`) when the defaults bring the ratio under 3x; otherwise,
-//! and as the exact alternative, the advisor's settings for the design budget.
+//! Severity comes from the design ratio over the CPU figure's noise, so a figure that moves a
+//! few percent between runs does not move the severity: within 3x either way nothing is
+//! advised; 3x and more (or 1/3 and less: threads sleep early) is a warning, 10x and more
+//! critical. The fix is the one design advice every command gives (`spin::design`): the
+//! defaults back where they bring the ratio within 3x, with the advisor's settings for the
+//! design budget as the exact alternative; otherwise those settings.
 
 use crate::doctor::{ev, Evidence, Facts, Finding, Severity};
 use crate::spin::advice::{current_vs_default, Recommendation};
-use crate::spin::design::design_advice;
+use crate::spin::design::{design_advice, off_budget};
 use crate::spin::doc::{fmt_ratio, vs_design, DesignComparison};
 use crate::spin::model::{family_for, settings_from_vars, CpuModel, FamilyInfo, Settings};
 use crate::units::fmt_ns;
@@ -58,10 +59,11 @@ pub fn check(f: &Facts) -> Vec<Finding> {
     out
 }
 
-fn severity_for(ratio_low: f64) -> Severity {
+fn severity_for(vs: &DesignComparison) -> Severity {
+    let ratio_low = vs.ratio_low.unwrap_or(0.0);
     if ratio_low >= CRITICAL_RATIO {
         Severity::Critical
-    } else if ratio_low >= WARN_RATIO {
+    } else if off_budget(vs) {
         Severity::Warning
     } else {
         Severity::Info
@@ -79,7 +81,7 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
     let vs = vs_design(info, &current, cpu);
     let design_ns = vs.design_max_spin_ns;
     let ratio = vs.ratio.unwrap_or(0.0);
-    let severity = severity_for(vs.ratio_low.unwrap_or(0.0));
+    let severity = severity_for(&vs);
     let ratio_txt = ratio_text(&vs, cpu);
     let title = format!(
         "design ratio {}: {l} rounds here spin up to {} per latch attempt, against the {} the defaults were designed for",
@@ -103,7 +105,7 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
             why: format!(
                 "{model}. The design budget is what the defaults of {} spin on a Broadwell-class CPU \
                  (10 cycles per PAUSE), the hardware they were tuned on; the design ratio here is {ratio_txt}, \
-                 under {WARN_RATIO:.0}x.",
+                 within {WARN_RATIO:.0}x either way.",
                 info.server
             ),
             what_to_do: format!(
@@ -127,12 +129,20 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
         severity,
         title,
         evidence,
-        why: format!(
-            "{model}. A thread that cannot get a latch burns this long before it sleeps; the design ratio is \
-             {ratio_txt}. Spinning far longer than designed costs CPU and throughput under contention \
-             (docs/REFERENCE.md §8: on a 2-vCPU KVM machine MariaDB 10.11 with innodb_spin_wait_delay=6000 \
-             lost 3.4x write TPS at 16 threads)."
-        ),
+        why: if ratio < 1.0 {
+            format!(
+                "{model}. A thread that cannot get a latch spins only this long before it sleeps; the design \
+                 ratio is {ratio_txt}, under 1/{WARN_RATIO:.0}: threads go to an OS wait (and pay a wake-up) \
+                 where the designed spin would have got the latch."
+            )
+        } else {
+            format!(
+                "{model}. A thread that cannot get a latch burns this long before it sleeps; the design ratio is \
+                 {ratio_txt}. Spinning far longer than designed costs CPU and throughput under contention \
+                 (docs/REFERENCE.md §8: on a 2-vCPU KVM machine MariaDB 10.11 with innodb_spin_wait_delay=6000 \
+                 lost 3.4x write TPS at 16 threads)."
+            )
+        },
         what_to_do: fix.text(&after),
         statements: fix.primary.set_global.clone(),
         option_file: fix.primary.option_file.clone(),
@@ -227,7 +237,7 @@ impl Fix {
         }
         if primary.changes.iter().all(|c| c.to_default) && !primary.changes.is_empty() {
             what.push_str(&format!(
-                "Put the default back: it spins up to {} here, design ratio {} (under {WARN_RATIO:.0}x).",
+                "Put the default back: it spins up to {} here, design ratio {} (within {WARN_RATIO:.0}x of the design budget).",
                 fmt_ns(after.here_max_spin_ns),
                 fmt_ratio(after.ratio.unwrap_or(0.0))
             ));
