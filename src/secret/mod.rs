@@ -36,11 +36,8 @@ pub fn is_secret_key(key: &str) -> bool {
         .to_ascii_lowercase()
         .replace('_', "-");
     let k = k.strip_prefix("loose-").unwrap_or(&k);
-    (k.len() >= 4 && "password".starts_with(k))
-        || k.contains("pass")
-        || k.contains("secret")
-        || k == "pwd"
-        || k.ends_with("-pwd")
+    // `pass`, `passw`, ...: the unique prefixes of `password` the option parser accepts.
+    k.contains("pass") || k.contains("secret") || k == "pwd" || k.ends_with("-pwd")
 }
 
 /// Whether `key` is one of the names the client reads *as the password* of the connection:
@@ -105,15 +102,15 @@ fn mask_key_values(s: &str) -> String {
 /// `@`, a non-numeric "port" may be a password typed without a host (`mysql://ceo:pw!`), so
 /// everything after the scheme is hidden then.
 pub fn redact_url(url: &str) -> String {
+    // Query values first: a password there may hold an '@'.
+    let url = mask_key_values(url);
     let Some(s) = url.find("://") else {
         return if url.contains('@') || url.contains(':') {
             "(not a mysql:// URL)".to_string()
         } else {
-            mask_key_values(url)
+            url
         };
     };
-    // Query values first: a password there may hold an '@'.
-    let url = mask_key_values(url);
     let (scheme, rest) = (&url[..s + 3], &url[s + 3..]);
     if let Some(at) = rest.rfind('@') {
         return format!("{scheme}{MASK}{}", &rest[at..]);
@@ -127,7 +124,7 @@ pub fn redact_url(url: &str) -> String {
             }
         }
     }
-    url.to_string()
+    url
 }
 
 /// A server target for messages (URL, `user:pass@host`, `host:port`): the password part
@@ -305,6 +302,33 @@ mod tests {
         assert_eq!(scrub("plain text, a=b"), "plain text, a=b");
         let hint = "expected mysql://user:password@host:port/database";
         assert_eq!(scrub(hint), hint);
+    }
+
+    proptest::proptest! {
+        /// Any text around a secret in any of its forms: scrub hides it and never panics
+        /// (the URL and target redactors neither).
+        #[test]
+        fn a_planted_secret_is_hidden_in_any_text(
+            pre in "[^'\"`]{0,40}",
+            post in "[^'\"`]{0,40}",
+            m in "[A-Z][a-z0-9]{7,15}",
+            f in 0usize..5,
+        ) {
+            let forms = [
+                format!("mysql://u:{m}@h/"),
+                format!("password={m}"),
+                format!("IDENTIFIED BY '{m}'"),
+                format!("mariadb://h/db?x=1&pass={m}"),
+                format!("--loose-ssl-key-password=\"{m}\""),
+            ];
+            let t = format!("{pre} {} {post}", forms[f]);
+            let s = scrub(&t);
+            proptest::prop_assert!(
+                !s.contains(&m) || pre.contains(&m) || post.contains(&m),
+                "{t:?} -> {s:?}"
+            );
+            let _ = (redact_url(&t), redact_target(&t), target_without_password(&t));
+        }
     }
 
     #[test]
