@@ -169,8 +169,14 @@ pub fn target_without_password(s: &str) -> String {
 }
 
 /// Free text with every secret hidden: URL user info (any `scheme://user:pass@`), values of
-/// secret keys (`password=...`, `--ssl-key-password=...`) and SQL password literals.
+/// secret keys (`password=...`, `--ssl-key-password=...`) and SQL password literals. For
+/// spinscope's own messages: the placeholder of its hints (`mysql://user:password@host`) stays
+/// readable (an input quoted in a message was redacted where it was quoted).
 pub fn scrub(text: &str) -> String {
+    scrub_with(text, true)
+}
+
+fn scrub_with(text: &str, keep_placeholder: bool) -> String {
     let t = mask_key_values(&redact_sql(text));
     if !t.contains("://") {
         return t;
@@ -187,9 +193,8 @@ pub fn scrub(text: &str) -> String {
             .map_or(rest.len(), |q| p + q);
         out.push_str(&rest[..start]);
         let word = &rest[start..end];
-        // The placeholder of spinscope's own hints ("expected mysql://user:password@host")
-        // stays readable; a real target in a message was redacted where it was quoted.
-        if (word.contains('@') || word.contains('?')) && !word.contains("://user:password@") {
+        let placeholder = keep_placeholder && word.contains("://user:password@");
+        if (word.contains('@') || word.contains('?')) && !placeholder {
             out.push_str(&redact_url(word));
         } else {
             out.push_str(word);
@@ -200,15 +205,12 @@ pub fn scrub(text: &str) -> String {
     out
 }
 
-/// Every string of a JSON document [`scrub`]bed, and the value of every member named by a
-/// secret key hidden (a string becomes `***`; numbers and `null` stay).
+/// Every string of a JSON document [`scrub`]bed (no placeholder kept: this is data), and the
+/// value of every member named by a secret key hidden (a string becomes `***`; numbers and
+/// `null` stay).
 pub fn scrub_json(v: &mut Value) {
     match v {
-        Value::String(s) => {
-            if needs_scrub(s) {
-                *s = scrub(s);
-            }
-        }
+        Value::String(s) if needs_scrub(s) => *s = scrub_with(s, false),
         Value::Array(a) => a.iter_mut().for_each(scrub_json),
         Value::Object(o) => {
             for (k, x) in o.iter_mut() {
@@ -302,6 +304,10 @@ mod tests {
         assert_eq!(scrub("plain text, a=b"), "plain text, a=b");
         let hint = "expected mysql://user:password@host:port/database";
         assert_eq!(scrub(hint), hint);
+        // In data the same words are a password like any other.
+        let mut v = serde_json::json!({ "target": "mysql://user:password@host/" });
+        scrub_json(&mut v);
+        assert_eq!(v["target"], "mysql://***@host/");
     }
 
     proptest::proptest! {
