@@ -81,6 +81,21 @@ pub fn open_input_kind(path: &Path, flag: &str, dir_ok: bool) -> Result<File> {
     Ok(f)
 }
 
+/// Refuse, without opening it, an input that is a FIFO, device or socket (a missing or
+/// unreadable path is left to the reader, which may list it instead of failing).
+pub fn refuse_special(path: &Path, flag: &str) -> Result<()> {
+    let special = std::fs::metadata(path)
+        .ok()
+        .and_then(|m| special_kind(m.file_type()));
+    match special {
+        Some(kind) => Err(Error::bad_input(format!(
+            "{flag} {}: is {kind}, not a regular file; give a regular file",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// [`open_input_kind`] for a file input (directories refused).
 pub fn open_input(path: &Path, flag: &str) -> Result<File> {
     open_input_kind(path, flag, false)

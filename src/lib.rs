@@ -22,6 +22,7 @@ pub mod progress;
 pub mod proto;
 pub mod report;
 pub mod rt;
+pub mod secret;
 pub mod server;
 pub mod spin;
 pub mod sweep;

@@ -32,7 +32,10 @@ fn main() {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     if let Some(e) = spinscope::cli::units::stray_unit(&words) {
-        eprintln!("spinscope: error: {e}");
+        eprintln!(
+            "spinscope: error: {}",
+            spinscope::secret::scrub(&e.to_string())
+        );
         std::process::exit(spinscope::error::EXIT_BAD_INPUT);
     }
     let cli = match Cli::try_parse_from(args) {
@@ -55,7 +58,10 @@ fn main() {
     let code = match run {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
-            let msg = spinscope::server::conn::plain_error_text(&e.to_string());
+            // The one secret filter over every error line, whatever input it quotes.
+            let msg = spinscope::secret::scrub(&spinscope::server::conn::plain_error_text(
+                &e.to_string(),
+            ));
             eprintln!("spinscope: error: {msg}");
             e.exit_code()
         }

@@ -19,6 +19,8 @@ const RANKS: &[(&str, u32)] = &[
     ("error", 0),
     ("units", 0),
     ("globals", 0),
+    // the one secret filter (passwords out of everything printed or saved)
+    ("secret", 0),
     // the progress trait engines call (the CLI's `progress` implements it)
     ("meter", 0),
     ("files", 1),

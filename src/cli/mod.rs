@@ -180,7 +180,10 @@ pub fn usage_error_line(e: &clap::Error, cmd: &str) -> String {
     } else {
         format!("spinscope {cmd} --help")
     };
-    redact_quoted(&format!("{}; see '{help}'", parts.join("; ")))
+    crate::secret::scrub(&redact_quoted(&format!(
+        "{}; see '{help}'",
+        parts.join("; ")
+    )))
 }
 
 /// Replace each quoted value that looks like a server with a password by its redacted form.

@@ -226,6 +226,11 @@ fn run_diff(a: &ProfileArgs) -> Result<i32> {
     if a.max_input_mb == 0 {
         return Err(Error::bad_input("--max-input-mb 0: give at least 1"));
     }
+    // Both inputs through the input guard before either is read: a FIFO or device as AFTER
+    // is refused without first reading all of BEFORE.
+    for p in [before, after] {
+        drop(crate::files::open_input_kind(p, "--diff", true)?);
+    }
     let svg_out = a
         .svg
         .as_deref()

@@ -38,15 +38,7 @@ pub fn run(a: ReportArgs) -> Result<i32> {
     // Before anything is read: no FIFO or device among the inputs (reading one can hang), and
     // --out none of them. A missing or unreadable input is not fatal: the page lists it.
     for p in &a.inputs {
-        let special = std::fs::metadata(p)
-            .ok()
-            .and_then(|m| crate::files::special_kind(m.file_type()));
-        if let Some(kind) = special {
-            return Err(Error::bad_input(format!(
-                "report input {}: is {kind}, not a regular file; give a regular file",
-                p.display()
-            )));
-        }
+        crate::files::refuse_special(p, "report input")?;
     }
     if let Some(out) = &a.out {
         crate::files::check_output(out, "--out")?;
@@ -64,6 +56,23 @@ pub fn run(a: ReportArgs) -> Result<i32> {
         crate::files::refuse_same(&ins, &[("--out", out)])?;
     }
     let inputs = html::load_all(&a.inputs);
+    if !inputs
+        .iter()
+        .any(|i| matches!(i, html::Input::Section { .. }))
+    {
+        // Nothing to show: an empty page with exit 0 would pass for a report.
+        let why: Vec<String> = inputs
+            .iter()
+            .filter_map(|i| match i {
+                html::Input::Skipped { source, why } => Some(format!("{source}: {why}")),
+                html::Input::Section { .. } => None,
+            })
+            .collect();
+        return Err(Error::bad_input(format!(
+            "report: no input is a spinscope document ({}); give saved documents (--json, --save), snapshots or watch directories",
+            why.join("; ").replace('\n', " ")
+        )));
+    }
     for i in &inputs {
         if let html::Input::Skipped { source, why } = i {
             eprintln!("spinscope: not included: {source}: {why}");

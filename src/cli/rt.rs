@@ -170,6 +170,15 @@ pub fn run(a: RtArgs) -> Result<i32> {
         }
         let _ = out.flush();
     })?;
+    if let (Some(f), Some(cut)) = (&a.read, &report.truncated) {
+        if cut.after_packets == 0 && crate::rt::capture::whole_records(f) == 0 {
+            return Err(Error::bad_input(format!(
+                "--read {}: no whole packet before the file ends or breaks ({}); give a pcap file tcpdump wrote",
+                f.display(),
+                cut.why
+            )));
+        }
+    }
     if json {
         println!(
             "{}",
@@ -211,6 +220,15 @@ pub fn run(a: RtArgs) -> Result<i32> {
         t.encrypted_connections,
         t.resyncs
     );
+    if let (Some(f), Some(cut)) = (&a.read, &report.truncated) {
+        eprintln!(
+            "spinscope: warning: --read {}: the file ends early or breaks after {} whole packets ({}); \
+             reported every complete request before it",
+            f.display(),
+            crate::rt::capture::whole_records(f),
+            cut.why
+        );
+    }
     Ok(if crate::interrupt::stopped() && duration_ns.is_some() {
         EXIT_INTERRUPTED
     } else {

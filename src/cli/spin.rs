@@ -181,7 +181,13 @@ pub fn run(a: SpinArgs) -> Result<i32> {
     }
     let src = source(&a)?;
     let server = match (&src, a.server.as_deref()) {
-        (Some(s), _) => server_version(&s.version, s.comment.as_deref(), a.flavor)?,
+        (Some(s), _) => {
+            let what = match &s.file {
+                Some(f) => format!("--snapshot {}: field \"version\"", f.display()),
+                None => format!("{}: VERSION()", s.label),
+            };
+            server_version(&s.version, s.comment.as_deref(), a.flavor, &what)?
+        }
         (None, Some(v)) => parse_version(v, a.flavor)?,
         (None, None) => {
             return Err(Error::bad_input(
@@ -244,6 +250,16 @@ pub fn run(a: SpinArgs) -> Result<i32> {
     let cpu = match src.as_ref().and_then(|s| s.cpu.clone()) {
         Some(c) if !cpu_flag_given(&a) => c,
         _ => {
+            // A snapshot's settings belong to its host: never priced with this host's CPU
+            // unless the user says which CPU.
+            if let (Some(s), false) = (&src, cpu_flag_given(&a)) {
+                if let (Some(f), Some(gap)) = (&s.file, &s.cpu_gap) {
+                    return Err(Error::bad_input(format!(
+                        "--snapshot {}: {gap}, and its host need not be this one; pass --probe FILE (a probe saved on that host), --cpu NAME or --pause-ns NS",
+                        f.display()
+                    )));
+                }
+            }
             if src.as_ref().is_some_and(|s| s.remote) && !cpu_flag_given(&a) {
                 notes.push(
                     "the server is not on this machine, but this machine's CPU was priced: pass \

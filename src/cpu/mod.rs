@@ -827,8 +827,9 @@ pub fn load_probe_file(path: &Path) -> Result<ProbeReport> {
 
 /// Parse probe JSON text; the error says what is wrong with it.
 pub fn parse_probe(text: &str) -> std::result::Result<ProbeReport, String> {
-    let v: serde_json::Value = serde_json::from_str(text)
+    let mut v: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| format!("not JSON ({e}); give a file written by `spinscope probe --save`"))?;
+    crate::secret::scrub_json(&mut v);
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
         Some(other) => {

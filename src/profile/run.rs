@@ -148,8 +148,9 @@ fn analyse_saving(
 /// most `max_bytes`.
 pub fn diff_side(path: &Path, event: Option<&str>, max_bytes: u64) -> Result<Side> {
     let name = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::bad_input(format!("--diff {name}: cannot read it ({e})")))?;
+    // The input guard every reader uses: a FIFO, device or socket is refused at once (opening
+    // a FIFO for reading would block, a device would be read without end).
+    let file = files::open_input_kind(path, "--diff", true)?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(Error::bad_input(format!(
             "--diff {name}: is a directory; give a folded file, a `perf script` text or a profile \

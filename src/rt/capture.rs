@@ -38,6 +38,8 @@ pub struct Packets {
     timeout_ms: i32,
     /// The interface (or file) read.
     pub name: String,
+    /// Packets read whole so far.
+    pub packets: u64,
 }
 
 /// One decoded segment with owned bytes.
@@ -79,6 +81,25 @@ pub enum Next<'a> {
     Timeout,
     /// End of the file.
     End,
+    /// A file that ends early or is damaged (tcpdump killed mid-write): libpcap's words. The
+    /// packets before it were read whole.
+    Truncated(String),
+}
+
+/// Link types [`decode`] reads.
+pub fn decodable(l: Linktype) -> bool {
+    matches!(
+        l,
+        Linktype::ETHERNET
+            | Linktype::LINUX_SLL
+            | Linktype::LINUX_SLL2
+            | Linktype::NULL
+            | Linktype::RAW
+            | Linktype(12)
+            | Linktype(14)
+            | Linktype::IPV4
+            | Linktype(229)
+    )
 }
 
 /// The BPF filter for the ports: `tcp port A or tcp port B ...`, without the segments of
@@ -158,10 +179,26 @@ impl Packets {
                     (c.into(), name, true, nanos)
                 }
             };
-        cap.filter(&filter_for(ports, exclude), true).map_err(|e| {
-            Error::runtime(format!("installing the capture filter for {ports:?}: {e}"))
-        })?;
         let linktype = cap.get_datalink();
+        if !live && !decodable(linktype) {
+            // A capture of another link layer is a wrong input, not a failure (exit 2).
+            return Err(Error::bad_input(format!(
+                "--read {name}: link type {} ({}) is not one rt decodes; give a capture of \
+                 Ethernet, Linux cooked (tcpdump -i any), loopback or raw IP",
+                linktype.0,
+                linktype.get_name().unwrap_or_else(|_| "unknown".into())
+            )));
+        }
+        cap.filter(&filter_for(ports, exclude), true).map_err(|e| {
+            let why = format!("installing the capture filter for {ports:?}: {e}");
+            if live {
+                Error::runtime(why)
+            } else {
+                Error::bad_input(format!(
+                    "--read {name}: {why}; give a pcap file of TCP traffic"
+                ))
+            }
+        })?;
         Ok(Packets {
             cap,
             linktype,
@@ -171,6 +208,7 @@ impl Packets {
             fd,
             timeout_ms: timeout_ms.max(1),
             name,
+            packets: 0,
         })
     }
 
@@ -191,6 +229,9 @@ impl Packets {
                 return Ok(Next::Timeout);
             }
             Err(pcap::Error::NoMorePackets) => return Ok(Next::End),
+            // A file's last record cut short is how a capture usually ends: what came before
+            // stands.
+            Err(e) if !self.live => return Ok(Next::Truncated(e.to_string())),
             Err(e) => {
                 return Err(Error::runtime(format!(
                     "reading packets from {}: {e}",
@@ -198,6 +239,7 @@ impl Packets {
                 )))
             }
         };
+        self.packets += 1;
         let sub = p.header.ts.tv_usec as u64;
         let ts_ns =
             p.header.ts.tv_sec as u64 * 1_000_000_000 + if self.nanos { sub } else { sub * 1000 };
@@ -246,6 +288,19 @@ fn ignore_outgoing(fd: std::os::fd::RawFd) -> bool {
         )
     };
     rc == 0
+}
+
+/// Whole records of a pcap file before its end or the first damaged one, any port (0 when
+/// the file does not open).
+pub fn whole_records(path: &Path) -> u64 {
+    let Ok(mut cap) = Capture::from_file(path) else {
+        return 0;
+    };
+    let mut n = 0;
+    while cap.next_packet().is_ok() {
+        n += 1;
+    }
+    n
 }
 
 fn open_error(name: &str, e: pcap::Error) -> Error {

@@ -71,6 +71,18 @@ pub struct RunReport {
     pub intervals: Vec<IntervalReport>,
     pub total: IntervalReport,
     pub tracker: TrackerTotals,
+    /// A file that ended early or was damaged: where, and libpcap's words. Everything before
+    /// it is in the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+}
+
+/// Where a capture file stops being readable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Truncation {
+    /// Packets read whole before it.
+    pub after_packets: u64,
+    pub why: String,
 }
 
 fn wall_ns() -> u64 {
@@ -183,6 +195,7 @@ fn run_open(
     let mut intervals = Vec::new();
     let mut last_counts = CaptureCounts::default();
     let mut now = start.unwrap_or(0);
+    let mut truncated = None;
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -204,6 +217,13 @@ fn run_open(
                 false
             }
             Next::End => true,
+            Next::Truncated(why) => {
+                truncated = Some(Truncation {
+                    after_packets: pk.packets,
+                    why,
+                });
+                true
+            }
         };
         for e in events.drain(..) {
             win.event(&e);
@@ -273,5 +293,6 @@ fn run_open(
             compressed_connections: c.compressed_connections,
             resyncs: c.resyncs,
         },
+        truncated,
     })
 }

@@ -879,7 +879,7 @@ impl<'a> Live<'a> {
         )
         .and_then(|r| r.into_iter().next())
         // Its TRANSACTIONS section quotes other sessions' statements: no passwords kept.
-        .map(|(_, _, s)| super::redact::redact_secrets(&s).into_owned())
+        .map(|(_, _, s)| crate::secret::redact_sql(&s).into_owned())
     }
 
     fn status(&mut self) -> BTreeMap<String, String> {

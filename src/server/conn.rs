@@ -229,32 +229,7 @@ impl Target {
     }
 }
 
-/// A URL for messages: the whole userinfo (user and password) becomes `***`. Without an `@`,
-/// a non-numeric "port" may be a password typed without a host (`mysql://ceo:pw!`), so
-/// everything after the scheme is hidden then.
-pub fn redact_url(url: &str) -> String {
-    let Some(s) = url.find("://") else {
-        return if url.contains('@') || url.contains(':') {
-            "(not a mysql:// URL)".to_string()
-        } else {
-            url.to_string()
-        };
-    };
-    let (scheme, rest) = (&url[..s + 3], &url[s + 3..]);
-    if let Some(at) = rest.rfind('@') {
-        return format!("{scheme}***{}", &rest[at..]);
-    }
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let auth = &rest[..auth_end];
-    if !auth.starts_with('[') {
-        if let Some(c) = auth.find(':') {
-            if !auth[c + 1..].chars().all(|ch| ch.is_ascii_digit()) {
-                return format!("{scheme}***");
-            }
-        }
-    }
-    url.to_string()
-}
+pub use crate::secret::{redact_target, redact_url};
 
 fn pct_decode(s: &str, what: &str) -> Result<String> {
     let b = s.as_bytes();
@@ -313,27 +288,6 @@ impl std::fmt::Debug for UrlParts {
 /// Parse `mysql://user:pass@host:port/db?socket=/path`. Errors never echo the password.
 pub fn parse_url(url: &str) -> Result<UrlParts> {
     parse_url_as(url, &format!("--url {}", redact_url(url)))
-}
-
-/// A target for messages: the password part becomes `***`.
-pub fn redact_target(s: &str) -> String {
-    if s.contains("://") {
-        return redact_url(s);
-    }
-    match s.rfind('@') {
-        Some(at) => format!("***{}", &s[at..]),
-        None if s.contains(':')
-            && !s
-                .rsplit(':')
-                .next()
-                .unwrap_or("")
-                .chars()
-                .all(|c| c.is_ascii_digit()) =>
-        {
-            "(not a server target)".to_string()
-        }
-        None => s.to_string(),
-    }
 }
 
 /// Parse a server given as a positional argument, the forms the MySQL tools take:
@@ -460,9 +414,15 @@ fn parse_url_as(url: &str, label: &str) -> Result<UrlParts> {
         match k.replace('_', "-").as_str() {
             "socket" => p.socket = Some(PathBuf::from(pct_decode(v, "socket")?)),
             "ssl-mode" => p.ssl_mode = Some(parse_ssl_mode(v).map_err(|e| bad(&e))?),
+            other if crate::secret::is_secret_key(other) => {
+                return Err(bad(
+                    "a password is not a parameter; put it in the user info (mysql://user:password@host) or an option file (--defaults-file)",
+                ))
+            }
             other => {
                 return Err(bad(&format!(
-                    "unknown parameter {other:?} (socket, ssl-mode)"
+                    "unknown parameter {:?} (socket, ssl-mode)",
+                    crate::secret::scrub(other)
                 )))
             }
         }
@@ -512,7 +472,7 @@ pub fn print_defaults_text(a: &ConnArgs) -> Result<String> {
             words.retain(|(k, _): &(String, String)| k != &e.key);
         }
         let w = match (&e.value, e.key.as_str()) {
-            (Some(_), "password") => "--password=*****".to_string(),
+            (Some(_), k) if crate::secret::is_secret_key(k) => format!("--{k}=*****"),
             (Some(v), k) => format!("--{k}={v}"),
             (None, k) => format!("--{k}"),
         };
@@ -604,7 +564,7 @@ pub fn resolve_env(
         None => match url.password.clone() {
             Some(p) => Some(p),
             // A bare `password` line in an option file asks, as the client does.
-            None => match opts.get("password") {
+            None => match opts.password() {
                 Some(Some(p)) => Some(p.to_string()),
                 Some(None) => Some(prompt()?),
                 None => env_pwd,

@@ -232,9 +232,10 @@ pub fn clock_ticks_per_s() -> Option<u64> {
 /// Read `--host-facts FILE`: a HostFacts JSON, or a snapshot whose `host` is used.
 pub fn load(path: &Path) -> Result<HostFacts> {
     let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, "--host-facts")?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+    let mut v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         Error::bad_input(format!("--host-facts {}: not JSON ({e})", path.display()))
     })?;
+    crate::secret::scrub_json(&mut v);
     if v.get("schema").and_then(|s| s.as_str()) == Some(crate::cpu::SCHEMA) {
         let r = crate::cpu::parse_probe(&text)
             .map_err(|e| Error::bad_input(format!("--host-facts {}: {e}", path.display())))?;

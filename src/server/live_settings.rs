@@ -67,19 +67,36 @@ pub struct SettingsSource {
     pub cpu: Option<crate::spin::model::CpuModel>,
     /// A live server not on this machine: this CPU is not its CPU.
     pub remote: bool,
+    /// The snapshot file read, for messages naming it (`None`: a live server).
+    pub file: Option<std::path::PathBuf>,
+    /// Why a snapshot gives no CPU (the field missing), when it gives none.
+    pub cpu_gap: Option<String>,
 }
 
 impl SettingsSource {
     /// From a snapshot saved by `doctor --save-snapshot`, with its host's CPU when it has one.
     pub fn snapshot(p: &std::path::Path) -> Result<SettingsSource> {
         let snap = super::snapshot::Snapshot::load(p)?;
+        let cpu = snap.host.as_ref().and_then(super::host::cpu_model);
+        let cpu_gap =
+            match (&snap.host, &cpu) {
+                (_, Some(_)) => None,
+                (None, None) => Some("has no field \"host\" (host facts)".to_string()),
+                (Some(h), None) => Some(format!(
+                "field \"host\" has no \"ns_per_hint\" and its CPU ({} {}) is not a reference CPU",
+                if h.arch.is_empty() { "unknown arch" } else { h.arch.as_str() },
+                h.cpu_vendor.as_deref().unwrap_or("unknown vendor")
+            )),
+            };
         Ok(SettingsSource {
-            cpu: snap.host.as_ref().and_then(super::host::cpu_model),
+            cpu,
+            cpu_gap,
             label: format!("snapshot {} ({})", p.display(), snap.target),
             version: snap.version,
             comment: snap.version_comment,
             vars: snap.variables,
             remote: false,
+            file: Some(p.to_path_buf()),
         })
     }
 
@@ -93,6 +110,8 @@ impl SettingsSource {
             vars: live.variables,
             cpu: None,
             remote: !live.local,
+            file: None,
+            cpu_gap: None,
         })
     }
 }

@@ -10,7 +10,6 @@ pub mod live_settings;
 pub mod optfile;
 pub mod parse;
 pub mod proc_threads;
-pub mod redact;
 pub mod rt_window;
 pub mod snapshot;
 pub mod taskstats;

@@ -60,7 +60,7 @@ pub struct Entry {
 impl std::fmt::Debug for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let v = match (&self.value, self.key.as_str()) {
-            (Some(_), "password") => Some("***"),
+            (Some(_), k) if crate::secret::is_secret_key(k) => Some(crate::secret::MASK),
             (v, _) => v.as_deref(),
         };
         write!(
@@ -88,6 +88,17 @@ impl Options {
             .iter()
             .rev()
             .find(|e| e.key == key)
+            .map(|e| e.value.as_deref())
+    }
+
+    /// The last password the files give, under any name the client reads as the password
+    /// (`password`, `pass`, ... see [`crate::secret::is_password_alias`]). `Some(None)`: given
+    /// bare (prompt).
+    pub fn password(&self) -> Option<Option<&str>> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| crate::secret::is_password_alias(&e.key))
             .map(|e| e.value.as_deref())
     }
 
@@ -131,6 +142,7 @@ pub fn load(src: &Source, home: Option<&Path>, groups: &[&str]) -> Result<Option
         Source::Standard { extra } => {
             if let Some(x) = extra {
                 // Fail before reading anything when the named file is missing.
+                crate::files::refuse_special(x, "--defaults-extra-file")?;
                 if !x.is_file() {
                     return Err(Error::bad_input(format!(
                         "--defaults-extra-file {}: no such file; give an existing option file",
@@ -174,6 +186,8 @@ fn canonical(p: &Path) -> PathBuf {
 
 impl Reader<'_> {
     fn required(&mut self, f: &Path, flag: &str) -> Result<()> {
+        // The input guard first: a FIFO or device says so, not "no such file".
+        crate::files::refuse_special(f, flag)?;
         if !f.is_file() {
             return Err(Error::bad_input(format!(
                 "{flag} {}: no such file; give an existing option file",

@@ -257,12 +257,15 @@ impl Snapshot {
     /// Read a snapshot; anything unreadable or of another schema is bad input (exit 2).
     pub fn load(path: &Path) -> Result<Snapshot> {
         let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, "--snapshot")?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        let mut v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             Error::bad_input(format!(
                 "--snapshot {}: not JSON ({e}); give a file written by doctor --save-snapshot",
                 path.display()
             ))
         })?;
+        // No password read from a file reaches a report (a target typed as a URL, a statement
+        // in INNODB STATUS): the one secret filter, before anything else reads it.
+        crate::secret::scrub_json(&mut v);
         match v.get("schema").and_then(|s| s.as_str()) {
             Some(SNAPSHOT_SCHEMA) => {}
             other => {
@@ -273,11 +276,13 @@ impl Snapshot {
                 )))
             }
         }
-        serde_json::from_value(v).map_err(|e| {
+        let mut snap: Snapshot = serde_json::from_value(v).map_err(|e| {
             Error::bad_input(format!(
                 "--snapshot {}: damaged snapshot ({e})",
                 path.display()
             ))
-        })
+        })?;
+        snap.target = crate::secret::target_without_password(&snap.target);
+        Ok(snap)
     }
 }

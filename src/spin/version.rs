@@ -54,10 +54,20 @@ impl ServerVersion {
 /// `5.5.5-10.6.12-MariaDB` (the replication prefix MariaDB sends over the protocol), or
 /// `5.7.26-29-log` (Percona's build suffix). `flavor` overrides inference.
 pub fn parse_version(input: &str, flavor: Option<Flavor>) -> Result<ServerVersion> {
+    parse_version_from(input, flavor, "--server")
+}
+
+/// [`parse_version`] with errors naming where the version came from (`what`: `--server`, or
+/// `--snapshot FILE: field "version"`).
+pub fn parse_version_from(
+    input: &str,
+    flavor: Option<Flavor>,
+    what: &str,
+) -> Result<ServerVersion> {
     let raw = input.trim();
     let bad = |why: &str| {
         Error::bad_input(format!(
-            "--server {input:?}: {why}; give a version like 8.0.36, 5.7.44-48-log or 10.11.19-MariaDB"
+            "{what} {input:?}: {why}; give a version like 8.0.36, 5.7.44-48-log or 10.11.19-MariaDB"
         ))
     };
     if raw.is_empty() {
@@ -116,8 +126,9 @@ pub fn server_version(
     version: &str,
     comment: Option<&str>,
     flavor: Option<Flavor>,
+    what: &str,
 ) -> Result<ServerVersion> {
-    let mut v = parse_version(version, flavor)?;
+    let mut v = parse_version_from(version, flavor, what)?;
     if flavor.is_none()
         && v.flavor == Flavor::Mysql
         && comment.is_some_and(|c| c.contains("Percona"))

@@ -141,7 +141,7 @@ fn processlist(t: &Target) -> Result<String, String> {
         // Other sessions' statements: password literals redacted (crate::server::redact).
         let cells: Vec<String> = (0..r.len())
             .map(|i| r.as_ref(i).map_or(String::new(), cell))
-            .map(|c| crate::server::redact::redact_secrets(&c).into_owned())
+            .map(|c| crate::secret::redact_sql(&c).into_owned())
             .collect();
         out.push_str(&cells.join("\t"));
         out.push('\n');
@@ -154,10 +154,8 @@ fn innodb_status(t: &Target) -> Result<String, String> {
     let r: Option<(String, String, String)> = c
         .query_first("SHOW ENGINE INNODB STATUS")
         .map_err(|e| e.to_string())?;
-    Ok(
-        r.map(|x| crate::server::redact::redact_secrets(&x.2).into_owned())
-            .unwrap_or_default(),
-    )
+    Ok(r.map(|x| crate::secret::redact_sql(&x.2).into_owned())
+        .unwrap_or_default())
 }
 
 /// perf's recording of the server process, as `perf script` text (capped at 256 MiB).

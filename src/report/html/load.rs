@@ -12,7 +12,18 @@ const MAX_INPUT: u64 = 256 << 20;
 
 /// Read every input, in the order given.
 pub fn load_all(paths: &[std::path::PathBuf]) -> Vec<Input> {
-    paths.iter().flat_map(|p| load(p)).collect()
+    paths
+        .iter()
+        .flat_map(|p| load(p))
+        .map(|i| match i {
+            // A reason can quote the input (a parser's words): the one secret filter.
+            Input::Skipped { source, why } => Input::Skipped {
+                source,
+                why: crate::secret::scrub(&why),
+            },
+            i => i,
+        })
+        .collect()
 }
 
 fn read(file: &Path) -> Result<String, String> {
@@ -74,7 +85,7 @@ fn one(file: &Path, source: &str) -> Vec<Input> {
         Ok(t) => t,
         Err(e) => return skip(e),
     };
-    let doc = if file.file_name().is_some_and(|n| n == "watch.log") {
+    let mut doc = if file.file_name().is_some_and(|n| n == "watch.log") {
         match watch_log(&text) {
             Ok(d) => d,
             Err(e) => return skip(format!("watch.log: {e}")),
@@ -88,6 +99,8 @@ fn one(file: &Path, source: &str) -> Vec<Input> {
             },
         }
     };
+    // The one secret filter: no password in an input reaches the page.
+    crate::secret::scrub_json(&mut doc);
     let schema = doc
         .get("schema")
         .and_then(Value::as_str)

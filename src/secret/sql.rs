@@ -44,7 +44,7 @@ fn quoted_end(b: &[u8], start: usize) -> (usize, bool) {
 }
 
 /// `text` with password literals replaced (borrowed when there is none).
-pub fn redact_secrets(text: &str) -> Cow<'_, str> {
+pub fn redact_sql(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
     let mut out: Option<String> = None;
     // Copied to `out` up to here.
@@ -189,17 +189,17 @@ mod tests {
                 "UPDATE t SET c = 'x' WHERE id = 1".to_string(),
             ),
         ] {
-            assert_eq!(redact_secrets(input), want, "{input:?}");
+            assert_eq!(redact_sql(input), want, "{input:?}");
             // Redacting twice changes nothing more.
-            assert_eq!(redact_secrets(&want), want, "{want:?}");
+            assert_eq!(redact_sql(&want), want, "{want:?}");
         }
-        assert!(matches!(redact_secrets("SELECT 1"), Cow::Borrowed(_)));
+        assert!(matches!(redact_sql("SELECT 1"), Cow::Borrowed(_)));
     }
 
     #[test]
     fn innodb_status_statements_are_redacted() {
         let status = "---TRANSACTION 421, ACTIVE 3 sec\nMySQL thread id 9, OS thread handle 1, query id 77 localhost root\nGRANT SELECT ON db.* TO 'r'@'%' IDENTIFIED BY 'topsecret'\n---TRANSACTION 422\n";
-        let got = redact_secrets(status);
+        let got = redact_sql(status);
         assert!(!got.contains("topsecret"), "{got}");
         assert!(got.contains("---TRANSACTION 422"), "{got}");
     }
@@ -207,13 +207,13 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,120}") {
-            let _ = redact_secrets(&s);
+            let _ = redact_sql(&s);
         }
 
         #[test]
         fn never_keeps_a_password_literal(s in "[^'\"`\\\\]{0,80}", secret in "[a-z0-9]{6,12}") {
             let stmt = format!("{s};CREATE USER x IDENTIFIED BY '{secret}'");
-            let r = redact_secrets(&stmt);
+            let r = redact_sql(&stmt);
             let tail = r.rsplit(';').next().unwrap_or("");
             proptest::prop_assert!(!tail.contains(&secret), "{}", r);
         }
