@@ -9,16 +9,17 @@
 //! gives every raced candidate [`TARGET_ROUNDS`] rounds: it keeps the first candidates that fit
 //! (never fewer than the current settings and one other); when not even the first three fit, it
 //! shortens the measurement to the shortest one allowed (when the user did not fix it) before
-//! dropping more. The candidates left out never race, so they do not count in the correction
+//! dropping more, and races at most those three then. The candidates left out never race, so they do not count in the correction
 //! for the number of candidates.
 
 use serde::{Deserialize, Serialize};
 
 use super::race::MIN_REPEATS;
 
-/// Rounds the plan gives every raced candidate: 6 pairs give a paired interval 5 degrees of
-/// freedom (t = 3.2 at 1 - 0.05/2 instead of 6.2 at 3 pairs).
-pub const TARGET_ROUNDS: usize = 6;
+/// Rounds the plan gives every raced candidate: 8 pairs give a paired interval 7 degrees of
+/// freedom (t = 2.8 at 1 - 0.05/2 instead of 6.2 at 3 pairs; its half-width t / sqrt(n) is a
+/// quarter narrower than at 6 pairs, 3.2 / sqrt(6)).
+pub const TARGET_ROUNDS: usize = 8;
 /// The candidates the plan keeps before it shortens the measurement: the current settings, the
 /// spin model's advice and the defaults.
 pub const FIRST_CANDIDATES: usize = 3;
@@ -88,9 +89,10 @@ pub fn plan(
     let mut k = fitting(budget_s, s.cost_s()).min(n);
     let mut shortened = false;
     if k < n.min(FIRST_CANDIDATES) && shortest.cost_s() < step.cost_s() {
+        // Shortened to fit the first candidates, not to race more of them.
         s = shortest;
         shortened = true;
-        k = fitting(budget_s, s.cost_s()).min(n);
+        k = fitting(budget_s, s.cost_s()).min(n).min(FIRST_CANDIDATES);
     }
     let raced = k.max(n.min(2));
     let rounds = rounds_for(budget_s, raced, s.cost_s()).min(max_rounds);
@@ -205,7 +207,7 @@ mod tests {
 
     #[test]
     fn long_budgets_race_every_candidate_as_before() {
-        for budget in [216.0, 300.0, 600.0, 3600.0] {
+        for budget in [288.0, 300.0, 600.0, 3600.0] {
             let p = plan(budget, &names(8), STEP, SHORT, 30);
             assert_eq!((p.raced, p.shortened), (8, false), "{budget}: {p:?}");
             assert_eq!(p.step, STEP);
@@ -217,15 +219,19 @@ mod tests {
 
     #[test]
     fn short_budgets_keep_the_first_candidates() {
-        // The 100 s at 64 threads (4.5 s a measurement): 3 candidates, 7 rounds.
+        // The 100 s at 64 threads (4.5 s a measurement): 2 fit, so the measurement is
+        // shortened and the first 3 race, 11 rounds (4 would fit at 3 s: not raced).
         let p = plan(100.0, &names(8), STEP, SHORT, 30);
-        assert_eq!((p.raced, p.rounds, p.shortened), (3, 7, false), "{p:?}");
-        assert_eq!(p.early_looks, 4);
-        // 2 minutes: 4 candidates x 6 rounds.
+        assert_eq!((p.raced, p.rounds, p.shortened), (3, 11, true), "{p:?}");
+        assert_eq!(p.early_looks, 8);
+        // 2 minutes: 3 candidates x 8 rounds of the full measurement.
         let p = plan(120.0, &names(8), STEP, SHORT, 30);
-        assert_eq!((p.raced, p.rounds), (4, 6), "{p:?}");
-        // 90 s at a slower step (64 clients connecting: 5.5 s): 2 fit at 5.5 s, so the
-        // measurement is shortened and 3 race.
+        assert_eq!((p.raced, p.rounds, p.shortened), (3, 8, false), "{p:?}");
+        assert_eq!(p.early_looks, 5);
+        // 90 s: shortened, 3 x 10 rounds.
+        let p = plan(90.0, &names(8), STEP, SHORT, 30);
+        assert_eq!((p.raced, p.rounds, p.shortened), (3, 10, true), "{p:?}");
+        // 90 s at a slower step (64 clients connecting: 5.5 s, 4 s shortened): 2 race.
         let slow = StepTime {
             overhead_s: 1.5,
             ..STEP
@@ -236,12 +242,12 @@ mod tests {
         };
         let p = plan(90.0, &names(8), slow, slow_short, 30);
         assert!(p.shortened, "{p:?}");
-        assert_eq!((p.raced, p.rounds), (3, 7), "{p:?}");
+        assert_eq!((p.raced, p.rounds), (2, 11), "{p:?}");
         assert_eq!(p.step, slow_short);
         let p = plan(60.0, &names(5), STEP, SHORT, 30);
         let t = p.describe();
         assert!(
-            t.starts_with("--budget 60s allows 3 of 5 candidates (current, model, defaults) x 6 round(s) of 3.0 s a measurement (0.5 s warm-up + 2 s measured in 0.5 s windows, shortened for the budget); not raced for the short budget: d=1,L=30, d=6000,L=30"),
+            t.starts_with("--budget 60s allows 2 of 5 candidates (current, model) x 10 round(s) of 3.0 s a measurement (0.5 s warm-up + 2 s measured in 0.5 s windows, shortened for the budget); not raced for the short budget: defaults, d=1,L=30, d=6000,L=30"),
             "{t}"
         );
     }
@@ -262,14 +268,14 @@ mod tests {
 
     #[test]
     fn replanning_at_the_measured_cost_drops_the_last_candidates() {
-        // 120 s planned at 4.5 s (4 x 6 rounds); the first round cost 7 s a measurement, 28 s
-        // of it spent: 92 s left pays 5 more rounds of 2 candidates only.
+        // 120 s planned at 4.5 s (3 x 8 rounds); the first round cost 7 s a measurement, 21 s
+        // of it spent: 92 s left pays 7 more rounds of 2 candidates only.
         let (k, looks) = replan(92.0, 4, 7.0, 1, 3);
         assert_eq!(k, 2);
         assert_eq!(looks, 3, "never more than fixed before the first look");
         // As planned: all stay.
-        let (k, looks) = replan(96.0, 4, 4.0, 1, 3);
-        assert_eq!((k, looks), (4, 3));
+        let (k, looks) = replan(130.0, 4, 4.0, 1, 5);
+        assert_eq!((k, looks), (4, 5));
         // Slower still: the looks shrink with the rounds.
         let (k, looks) = replan(40.0, 4, 7.0, 1, 3);
         assert_eq!((k, looks), (2, 0));
