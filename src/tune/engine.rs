@@ -279,10 +279,7 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
     for i in rp.raced..s.cands.len() {
         race.plan_out(
             i,
-            format!(
-                "not raced: --budget {:.0}s pays {} candidates",
-                rp.budget_s, rp.raced
-            ),
+            format!("not raced: the budget pays {} candidates", rp.raced),
         );
     }
     shown.start(

@@ -63,7 +63,7 @@ pub struct Plan {
 
 /// Rounds of `k` candidates the budget pays for.
 fn rounds_for(budget_s: f64, k: usize, cost_s: f64) -> usize {
-    if k == 0 || !(cost_s > 0.0) || !(budget_s > 0.0) {
+    if k == 0 || cost_s.is_nan() || budget_s.is_nan() || cost_s <= 0.0 || budget_s <= 0.0 {
         return 0;
     }
     (budget_s / (k as f64 * cost_s) + 1e-9).floor() as usize
@@ -138,7 +138,7 @@ impl Plan {
         let raced: Vec<&str> = names.iter().take(self.raced).map(String::as_str).collect();
         let left: Vec<&str> = names.iter().skip(self.raced).map(String::as_str).collect();
         let mut t = format!(
-            "--budget {:.0}s allows {} of {} candidates ({}) x {} round(s) of {:.1} s a measurement ({} s warm-up + {} s measured in 0.5 s windows{})",
+            "the {:.0} s of budget left allow {} of {} candidates ({}) x {} round(s) of {:.1} s a measurement ({} s warm-up + {} s measured in 0.5 s windows{})",
             self.budget_s,
             self.raced,
             names.len(),
@@ -247,7 +247,7 @@ mod tests {
         let p = plan(60.0, &names(5), STEP, SHORT, 30);
         let t = p.describe();
         assert!(
-            t.starts_with("--budget 60s allows 2 of 5 candidates (current, model) x 10 round(s) of 3.0 s a measurement (0.5 s warm-up + 2 s measured in 0.5 s windows, shortened for the budget); not raced for the short budget: defaults, d=1,L=30, d=6000,L=30"),
+            t.starts_with("the 60 s of budget left allow 2 of 5 candidates (current, model) x 10 round(s) of 3.0 s a measurement (0.5 s warm-up + 2 s measured in 0.5 s windows, shortened for the budget); not raced for the short budget: defaults, d=1,L=30, d=6000,L=30"),
             "{t}"
         );
     }
