@@ -96,6 +96,21 @@ fn check_doc(doc: &Value) {
             );
         }
     }
+    // The plan said before the race what the budget allowed; the candidates it left out are
+    // rows that were never measured and say why.
+    let plan = &doc["plan"];
+    let raced = plan["raced"].as_u64().unwrap() as usize;
+    assert!(raced >= 2, "{plan}");
+    let names = plan["candidates"].as_array().unwrap();
+    assert_eq!(names.len(), rows.len(), "{plan}");
+    for n in &names[raced..] {
+        let r = rows.iter().find(|r| r["name"] == *n).unwrap();
+        assert_eq!(r["repeats"], 0, "{r}");
+        assert!(
+            r["status"].as_str().unwrap().starts_with("not raced"),
+            "{r}"
+        );
+    }
     let dec = &doc["decision"];
     if dec["change"] == true {
         let w = &rows
