@@ -11,7 +11,7 @@ use crate::tune::args::parse_pct;
 use crate::tune::doc::render;
 use crate::tune::engine::{self, TunePlan};
 
-const AFTER_HELP: &str = "Candidates: the current settings (always), the spin model's advice for the CPU (--probe FILE, or a quick probe when the server is local), the version's defaults, and a coarse log-spaced grid over each legal knob (MariaDB: innodb_spin_wait_delay, innodb_sync_spin_loops; MySQL/Percona 8.0.16+ also innodb_spin_wait_pause_multiplier).\n\nMethod: racing. Every remaining candidate is measured once per round, in rotated order; a candidate significantly slower than the leader leaves the race; the budget goes to the rest. Measurements of one round are pairs (they share the host's drift): the decision changes the settings only when the leader beats the current settings by the paired interval of the throughput ratio (log scale, never below -100%) at 1-0.05/m (m candidates) and its mean p99 over at least 3 repeats stays within --max-p99-increase; it keeps the current settings only when they lead. When the budget ends before a proof, it says so, with the budget a proof would take at the noise measured and the spin model's advice labelled unproven; nothing is changed then. Every change is journaled before it is made and put back at the end, on error and on a signal; --apply leaves the winner set and logs it as an intended change.\n\nExample:\n  spinscope sweep prepare --socket /run/mysqld/mysqld.sock --tables 4 --table-size 100000\n  spinscope tune --socket /run/mysqld/mysqld.sock --workload write-only --threads 16 --budget 10m";
+const AFTER_HELP: &str = "Candidates: the current settings (always), the spin model's advice for the CPU (--probe FILE, or a quick probe when the server is local), the version's defaults, and a coarse log-spaced grid over each legal knob (MariaDB: innodb_spin_wait_delay, innodb_sync_spin_loops; MySQL/Percona 8.0.16+ also innodb_spin_wait_pause_multiplier).\n\nPlan: before the race, tune says what the budget allows: the candidates that get 8 rounds each race (the current settings, the model's advice and the defaults first; the others are named as not raced), and when not even those three fit, each measurement is shortened to 0.5 s warm-up + 2 s measured (unless --warmup/--duration fix it) and only those three race. After the first round the plan is checked against the measured time of a measurement.\n\nMethod: racing. Every remaining candidate is measured once per round, in rotated order; a candidate significantly slower than the leader leaves the race; the budget goes to the rest. Measurements of one round are pairs (they share the host's drift): the decision changes the settings only when the leader beats the current settings by the paired interval of the throughput ratio (log scale, never below -100%) at 1-0.05/m (m candidates) and its mean p99 over at least 3 repeats stays within --max-p99-increase, or earlier when the evidence is overwhelming: at one of the L early looks the plan allows, by the same interval at 1-0.05/(2 m L), so a wrong change stays within 0.05 over all looks; it keeps the current settings only when they lead. When the budget ends before a proof, it says so, with the budget a proof would take at the noise measured and the spin model's advice labelled unproven; nothing is changed then. Every change is journaled before it is made and put back at the end, on error and on a signal; --apply leaves the winner set and logs it as an intended change.\n\nExample:\n  spinscope sweep prepare --socket /run/mysqld/mysqld.sock --tables 4 --table-size 100000\n  spinscope tune --socket /run/mysqld/mysqld.sock --workload write-only --threads 16 --budget 10m";
 
 #[derive(Debug, clap::Args)]
 #[command(disable_help_flag = true, after_help = AFTER_HELP)]
@@ -43,12 +43,14 @@ pub struct TuneArgs {
     /// an intended change.
     #[arg(long)]
     pub apply: bool,
-    /// Warm-up of each measurement, not counted (bare number: seconds).
-    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = super::units::seconds)]
-    pub warmup: f64,
-    /// Measured period of each measurement, 2s or more (bare number: seconds).
-    #[arg(long, default_value = "3s", value_name = "DURATION", value_parser = super::units::seconds)]
-    pub duration: f64,
+    /// Warm-up of each measurement, not counted (bare number: seconds) [default: 1s; 0.5s when
+    /// the budget is short].
+    #[arg(long, value_name = "DURATION", value_parser = super::units::seconds)]
+    pub warmup: Option<f64>,
+    /// Measured period of each measurement, 2s or more (bare number: seconds) [default: 3s; 2s
+    /// when the budget is short].
+    #[arg(long, value_name = "DURATION", value_parser = super::units::seconds)]
+    pub duration: Option<f64>,
     /// Most candidates raced (the current settings included).
     #[arg(long, default_value_t = 8)]
     pub max_candidates: usize,
@@ -101,8 +103,14 @@ fn plan(a: &TuneArgs) -> Result<TunePlan> {
         custom,
         threads: a.threads,
         budget: secs("--budget", a.budget, 10.0, 86_400.0)?,
-        warmup: secs("--warmup", a.warmup, 0.0, 600.0)?,
-        duration: secs("--duration", a.duration, 2.0, 3600.0)?,
+        warmup: a
+            .warmup
+            .map(|w| secs("--warmup", w, 0.0, 600.0))
+            .transpose()?,
+        duration: a
+            .duration
+            .map(|d| secs("--duration", d, 2.0, 3600.0))
+            .transpose()?,
         max_p99_increase_pct: parse_pct(&a.max_p99_increase).map_err(Error::bad_input)?,
         max_candidates: a.max_candidates,
         apply: a.apply,

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::candidates::{changes, Candidate, Origin};
+use super::plan::Plan;
 use super::race::{mean_interval, Decision, Interval, Race};
 use crate::spin::model::{FamilyInfo, Settings};
 
@@ -144,9 +145,12 @@ pub struct TuneDoc {
     /// events client could not connect) and whether it spoke TLS; None before any.
     #[serde(default)]
     pub client: Option<crate::load::ClientUsed>,
+    /// What the budget allowed, planned before the race (candidates, rounds, measurement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
 }
 
-pub const METHOD: &str = "racing: every remaining candidate measured once per round in rotated order, the measurements of one round paired; after 3 paired rounds a candidate significantly slower than the leader (paired log-ratio t interval, 1-0.05/m) leaves; change only when the leader beats the current settings by the paired log-ratio interval at 1-0.05/m (Bonferroni over the m candidates) and its mean p99 over 3 or more repeats stays within the limit; keep only when the current settings lead; otherwise no decision, with the budget a proof would take";
+pub const METHOD: &str = "racing: the budget planned first (the candidates that get 8 rounds each race, the current settings, the model's advice and the defaults first; the measurement shortened to 0.5 s + 2 s when not even those fit and the flags do not fix it); every remaining candidate measured once per round in rotated order, the measurements of one round paired; after 3 paired rounds a candidate significantly slower than the leader (paired log-ratio t interval, 1-0.05/m) leaves; change only when the leader beats the current settings by the paired log-ratio interval at 1-0.05/m (Bonferroni over the m candidates raced) and its mean p99 over 3 or more repeats stays within the limit, or earlier, at one of L early looks planned (rounds 3 .. the planned last but one), by that interval at 1-0.05/(2 m L), so a wrong change stays within 0.05 over all looks; keep only when the current settings lead; otherwise no decision, with the budget a proof would take";
 
 /// Statements for `settings` from `current` (the winner's), SET GLOBAL and my.cnf.
 pub fn statements(
@@ -244,6 +248,9 @@ pub fn render(d: &TuneDoc) -> String {
         d.rounds,
         if d.interrupted { " (interrupted)" } else { "" }
     );
+    if let Some(p) = &d.plan {
+        out.push_str(&format!("plan: {}\n\n", p.describe()));
+    }
     let mut t = crate::units::table(&[
         "#",
         "candidate",
@@ -371,6 +378,8 @@ mod tests {
                 max_repeats: 5,
                 alpha: 0.05,
                 max_p99_increase_pct: 10.0,
+                early_looks: 0,
+                replan: false,
             },
         );
         for r in 0..5 {
@@ -432,6 +441,7 @@ mod tests {
             settings_after: vec![],
             stopped_because: None,
             client: None,
+            plan: None,
         };
         let text = render(&doc);
         assert!(text.contains("decision: change to defaults"), "{text}");

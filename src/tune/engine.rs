@@ -13,6 +13,7 @@ use mysql::prelude::Queryable;
 
 use super::candidates::{changes, generate, Candidate};
 use super::doc::{curves, model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
+use super::plan::{Plan, StepTime, SHORT_DURATION_S, SHORT_WARMUP_S};
 use super::race::{self, Race, RaceConfig, Sample};
 use crate::analysis::knee::{find_knee, StepPoint};
 use crate::error::{Error, Result};
@@ -40,8 +41,10 @@ pub struct TunePlan {
     pub custom: Vec<load::workload::CustomStmt>,
     pub threads: Option<u32>,
     pub budget: Duration,
-    pub warmup: Duration,
-    pub duration: Duration,
+    /// Warm-up and measured period of each measurement; None: [`DEFAULT_WARMUP_S`] and
+    /// [`DEFAULT_DURATION_S`], shortened by the plan when the budget is short.
+    pub warmup: Option<Duration>,
+    pub duration: Option<Duration>,
     pub max_p99_increase_pct: f64,
     pub max_candidates: usize,
     pub apply: bool,
@@ -49,9 +52,19 @@ pub struct TunePlan {
     pub seed: u64,
 }
 
+/// A measurement's warm-up and measured period when the command line fixes neither.
+pub const DEFAULT_WARMUP_S: f64 = 1.0;
+pub const DEFAULT_DURATION_S: f64 = 3.0;
+/// What a measurement is planned to cost around its warm-up and measured period (setting the
+/// candidate, connecting the clients, the validity reads) until the first round measures it.
+pub const STEP_OVERHEAD_S: f64 = 0.5;
+
 /// Per-step validity read around it, as the sweep does.
 struct ServerMeasure<'a> {
     plan: &'a TunePlan,
+    /// The measurement the race plan chose.
+    warmup: Duration,
+    duration: Duration,
     info: FamilyInfo,
     current: Settings,
     wl: Workload,
@@ -89,8 +102,8 @@ impl Measure for ServerMeasure<'_> {
         let spec = StepSpec {
             config: StepConfig {
                 threads,
-                warmup: self.plan.warmup,
-                duration: self.plan.duration,
+                warmup: self.warmup,
+                duration: self.duration,
                 rate: None,
                 report_interval: None,
                 label: format!("{} #{}", cand.name, self.n),
@@ -239,28 +252,38 @@ fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u3
 /// it returns, on every path.
 pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<TuneDoc> {
     let (mut s, load) = setup(plan, target)?;
-    let step_s = (plan.warmup + plan.duration).as_secs_f64();
+    let budget_s = (plan.budget.as_secs_f64() - s.started.elapsed().as_secs_f64()).max(0.0);
+    let names: Vec<String> = s.cands.iter().map(|c| c.name.clone()).collect();
+    let rp = race_plan(plan, budget_s, &names);
+    let step_s = rp.step.warmup_s + rp.step.duration_s;
     let cfg = RaceConfig {
-        cost_s: step_s + 0.5,
-        budget_s: (plan.budget.as_secs_f64() - s.started.elapsed().as_secs_f64()).max(0.0),
-        max_repeats: 30,
+        cost_s: rp.step.cost_s(),
+        budget_s,
+        max_repeats: MAX_REPEATS,
         alpha: 0.05,
         max_p99_increase_pct: plan.max_p99_increase_pct,
+        early_looks: rp.early_looks,
+        replan: true,
     };
-    let mut race = Race::new(s.cands.iter().map(|c| c.name.clone()).collect(), cfg);
+    let said = rp.describe();
+    let mut race = Race::new(names, cfg);
+    for i in rp.raced..s.cands.len() {
+        race.plan_out(
+            i,
+            format!("not raced: the budget pays {} candidates", rp.raced),
+        );
+    }
     shown.start(
         "tune",
         "s of the budget",
         race.cfg.budget_s.ceil() as u64,
         race.cfg.budget_s,
-        &format!(
-            "racing {} candidates at {} threads, {step_s} s a measurement",
-            s.cands.len(),
-            s.threads
-        ),
+        &format!("at {} threads: {said}", s.threads),
     );
     let mut m = ServerMeasure {
         plan,
+        warmup: Duration::from_secs_f64(rp.step.warmup_s),
+        duration: Duration::from_secs_f64(rp.step.duration_s),
         info: s.info.clone(),
         current: s.current,
         wl: load.wl,
@@ -286,7 +309,27 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
     shown.finish();
     let client_used = m.used;
     drop(m);
-    Ok(report(plan, s, &race, outcome, client_used, step_s))
+    Ok(report(plan, s, &race, outcome, client_used, step_s, rp))
+}
+
+/// Most rounds of one candidate.
+const MAX_REPEATS: usize = 30;
+
+/// The race's plan for `budget_s`: the measurement the command line fixed, or the default one
+/// that the plan may shorten when the budget is short.
+fn race_plan(plan: &TunePlan, budget_s: f64, candidates: &[String]) -> Plan {
+    let secs = |d: Option<Duration>, default: f64| d.map(|d| d.as_secs_f64()).unwrap_or(default);
+    let step = StepTime {
+        warmup_s: secs(plan.warmup, DEFAULT_WARMUP_S),
+        duration_s: secs(plan.duration, DEFAULT_DURATION_S),
+        overhead_s: STEP_OVERHEAD_S,
+    };
+    let shortest = StepTime {
+        warmup_s: secs(plan.warmup, SHORT_WARMUP_S.min(step.warmup_s)),
+        duration_s: secs(plan.duration, SHORT_DURATION_S.min(step.duration_s)),
+        overhead_s: STEP_OVERHEAD_S,
+    };
+    super::plan::plan(budget_s, candidates, step, shortest, MAX_REPEATS)
 }
 
 /// What tune learned and set up before the race, kept for its report.
@@ -445,6 +488,7 @@ fn report(
     outcome: Result<bool>,
     client_used: Option<load::ClientUsed>,
     step_s: f64,
+    rp: Plan,
 ) -> TuneDoc {
     let (info, current, cands) = (&s.info, &s.current, &s.cands);
     let decision = race.decide();
@@ -498,6 +542,7 @@ fn report(
         settings_after: after,
         client: client_used,
         stopped_because,
+        plan: Some(rp),
     }
 }
 

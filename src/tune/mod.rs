@@ -7,4 +7,5 @@ pub mod args;
 pub mod candidates;
 pub mod doc;
 pub mod engine;
+pub mod plan;
 pub mod race;

@@ -1,6 +1,11 @@
 //! The search under noise (pure): racing with a budget over repeated, interleaved measurements
 //! (docs/REFERENCE.md, "tune: racing under noise").
 //!
+//! Plan ([`super::plan`]): before the race the budget decides how many candidates race (those
+//! that get enough rounds, in priority order); the others are left out ([`Race::plan_out`]) and
+//! do not count in the correction below. After the first round the plan is checked at the
+//! measured cost of a measurement ([`RaceConfig::replan`]).
+//!
 //! Rounds: every candidate still in the race is measured once per round, in an order rotated
 //! each round (so no candidate always runs first after a restore or last before a slow
 //! neighbour). A round starts only when the budget still covers all of it. Measurements of the
@@ -14,15 +19,21 @@
 //! goes to the rest. The p99 limit is judged only on [`MIN_REPEATS`] valid repeats a side;
 //! before that no candidate is labelled by it. The current settings never leave: they are the
 //! reference of the decision. The race ends when the budget cannot pay another round, when
-//! every remaining candidate has [`RaceConfig::max_repeats`] repeats, or when only the current
-//! settings remain.
+//! every remaining candidate has [`RaceConfig::max_repeats`] repeats, when only the current
+//! settings remain, or early, on overwhelming evidence (below).
 //!
 //! Decision: the leader is compared with the current settings on their pairs at the
-//! Bonferroni-corrected level 1 - alpha/m (m = the candidates other than the current ones),
-//! since the leader is the best of m; "change" needs the whole interval above zero and the
-//! leader's mean p99 within `max_p99_increase_pct` of the current settings'. "Keep" needs the
-//! current settings to lead. Otherwise there is no proof within the budget, and the decision
-//! says so with the budget a proof would take, sized from the noise of the pairs measured
+//! Bonferroni-corrected level 1 - alpha/m (m = the raced candidates other than the current
+//! ones), since the leader is the best of m; "change" needs the whole interval above zero and
+//! the leader's mean p99 within `max_p99_increase_pct` of the current settings'. A wrong change
+//! needs the lower end above zero, a one-sided error: alpha/2 over the m candidates at the end.
+//! At most alpha/4 more pays for [`RaceConfig::early_looks`] = L looks planned before the end
+//! (rounds [`MIN_REPEATS`] .. the planned last but one): at each, the leader beating the current
+//! settings at 1 - alpha/(2 m L) (its p99 within the limit) ends the race with that change, so a
+//! wrong change stays within 3 alpha/4 over all looks (a union bound), inside alpha with room
+//! for noise that is not quite the t interval's (drift within a round, a slow swing). "Keep" needs the current
+//! settings to lead. Otherwise there is no proof within the budget, and the decision says so
+//! with the budget a proof would take, sized from the noise of the pairs measured
 //! ([`Race::proof_budget_s`]). Invalid repeats (errors, a restart, a setting moved under the
 //! step) are never counted.
 
@@ -73,6 +84,14 @@ pub struct RaceConfig {
     /// Family-wise error of the decision (0.05).
     pub alpha: f64,
     pub max_p99_increase_pct: f64,
+    /// Looks before the end at which overwhelming evidence ends the race (0: none), fixed
+    /// before the first of them ([`super::plan`]).
+    #[serde(default)]
+    pub early_looks: usize,
+    /// Replan after the first round at its measured cost (keep the candidates that still get
+    /// [`super::plan::TARGET_ROUNDS`] rounds each).
+    #[serde(default)]
+    pub replan: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +103,10 @@ pub struct Arm {
     pub sample_rounds: Vec<usize>,
     /// Why and in which round it left the race.
     pub dropped: Option<String>,
+    /// Left out by the plan (the budget, in priority order), not by its measurements: it
+    /// does not count among the candidates the decision is corrected for.
+    #[serde(default)]
+    pub planned_out: bool,
 }
 
 impl Arm {
@@ -120,6 +143,22 @@ pub struct Race {
     pub rounds: usize,
     pub spent_s: f64,
     pub measurements: usize,
+    /// Early looks taken so far.
+    #[serde(default)]
+    pub looks: usize,
+    /// The race ended early on overwhelming evidence.
+    #[serde(default)]
+    pub early: Option<EarlyStop>,
+}
+
+/// Where and on what the race ended early: the leader beat the current settings at the level
+/// of one early look.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlyStop {
+    pub round: usize,
+    pub arm: usize,
+    pub interval: Interval,
+    pub confidence: f64,
 }
 
 /// A mean and its interval (95% unless said otherwise).
@@ -147,6 +186,33 @@ pub fn paired_pct(pairs: &[(f64, f64)], conf: f64) -> Option<Interval> {
         return None;
     }
     paired_log_ratio_interval(pairs, conf).map(|(mean, low, high)| Interval { mean, low, high })
+}
+
+/// The fewest pairs (at least [`MIN_REPEATS`], at most a million) whose t interval at quantile
+/// `q` excludes zero for log-ratios of mean `m` > 0 and spread `sd`: the half-width
+/// t(q, n - 1) sd / sqrt(n) falls with n, so a doubling then a bisection find it.
+fn pairs_needed(m: f64, sd: f64, q: f64) -> Option<usize> {
+    let ok = |n: usize| t_quantile(q, n as f64 - 1.0) * sd / (n as f64).sqrt() <= m;
+    let mut hi = MIN_REPEATS;
+    while !ok(hi) {
+        hi *= 2;
+        if hi > 1_000_000 {
+            return None;
+        }
+    }
+    let mut lo = (hi / 2).max(MIN_REPEATS - 1);
+    if ok(lo) && lo >= MIN_REPEATS {
+        return Some(lo);
+    }
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 /// The 95% interval of one candidate's mean throughput.
@@ -209,12 +275,28 @@ impl Race {
                     samples: Vec::new(),
                     sample_rounds: Vec::new(),
                     dropped: None,
+                    planned_out: false,
                 })
                 .collect(),
             rounds: 0,
             spent_s: 0.0,
             measurements: 0,
+            looks: 0,
+            early: None,
         }
+    }
+
+    /// Leave arm `i` out of the race for the plan (never the current settings).
+    pub fn plan_out(&mut self, i: usize, why: String) {
+        if i != 0 && self.arms[i].dropped.is_none() {
+            self.arms[i].dropped = Some(why);
+            self.arms[i].planned_out = true;
+        }
+    }
+
+    /// The arms the race is corrected for: every arm the plan did not leave out.
+    pub fn raced(&self) -> usize {
+        self.arms.iter().filter(|a| !a.planned_out).count()
     }
 
     pub fn alive(&self) -> Vec<usize> {
@@ -230,7 +312,10 @@ impl Race {
             .into_iter()
             .filter(|&i| self.arms[i].samples.len() < self.cfg.max_repeats)
             .collect();
-        if todo.is_empty() || (todo.len() == 1 && todo[0] == 0 && self.rounds >= MIN_REPEATS) {
+        if self.early.is_some()
+            || todo.is_empty()
+            || (todo.len() == 1 && todo[0] == 0 && self.rounds >= MIN_REPEATS)
+        {
             return None;
         }
         if self.spent_s + todo.len() as f64 * self.cfg.cost_s > self.cfg.budget_s + 1e-9 {
@@ -298,16 +383,88 @@ impl Race {
             })
     }
 
-    /// The level of every interval that drops a candidate or decides: 1 - alpha/m.
-    pub fn confidence(&self) -> f64 {
-        let m = (self.arms.len().saturating_sub(1)).max(1);
-        1.0 - self.cfg.alpha / m as f64
+    /// The candidates the decision is corrected for (those raced, the current ones aside).
+    fn m(&self) -> usize {
+        self.raced().saturating_sub(1).max(1)
     }
 
-    /// End of a round: drop the arms significantly slower than the leader (Welch at the
-    /// corrected level, so a near-equal candidate is rarely lost to the repeated looks).
+    /// The level of every interval that drops a candidate or decides: 1 - alpha/m.
+    pub fn confidence(&self) -> f64 {
+        1.0 - self.cfg.alpha / self.m() as f64
+    }
+
+    /// The level of an early look: 1 - alpha/(2 m L) for L early looks. A wrong change needs
+    /// the interval's lower end above zero, a one-sided error of alpha/(4 m L) per candidate and
+    /// look, alpha/4 over all of them; the end of the race spends alpha/2 (its two-sided
+    /// 1 - alpha/m), so a wrong change stays within 3 alpha/4 in all.
+    pub fn early_confidence(&self) -> f64 {
+        1.0 - self.cfg.alpha / (2 * self.m() * self.cfg.early_looks.max(1)) as f64
+    }
+
+    /// End of a round: after the first, the replan at its measured cost; then the arms
+    /// significantly slower than the leader leave (the paired interval at the corrected level,
+    /// so a near-equal candidate is rarely lost to the repeated looks); then an early look.
     pub fn finish_round(&mut self) {
         self.rounds += 1;
+        if self.rounds == 1 && self.cfg.replan {
+            self.replan();
+        }
+        self.drop_slower();
+        self.early_look();
+    }
+
+    /// After the first round: the candidates that still get their rounds at the measured cost
+    /// stay, the last ones in priority order leave (by cost, never by what they measured, so
+    /// they leave the correction too).
+    fn replan(&mut self) {
+        let alive = self.alive();
+        let left_s = self.cfg.budget_s - self.spent_s;
+        let (k, looks) = super::plan::replan(
+            left_s,
+            alive.len(),
+            self.cfg.cost_s,
+            self.rounds,
+            self.cfg.early_looks,
+        );
+        self.cfg.early_looks = looks;
+        for &i in alive.iter().skip(k) {
+            self.plan_out(
+                i,
+                format!(
+                    "not raced after round 1: a measurement took {:.1} s, the budget left pays {} candidates",
+                    self.cfg.cost_s, k
+                ),
+            );
+        }
+    }
+
+    /// An early look (from round [`MIN_REPEATS`], at most `early_looks` of them): the race ends
+    /// when the leader beats the current settings at [`Race::early_confidence`] with its p99
+    /// within the limit.
+    fn early_look(&mut self) {
+        if self.rounds < MIN_REPEATS || self.looks >= self.cfg.early_looks {
+            return;
+        }
+        self.looks += 1;
+        let Some(lead) = self.leader().filter(|&l| l != 0) else {
+            return;
+        };
+        if self.p99_within(lead) != Some(true) {
+            return;
+        }
+        let conf = self.early_confidence();
+        if let Some(iv) = self.paired_vs_current(lead, conf).filter(|iv| iv.low > 0.0) {
+            self.early = Some(EarlyStop {
+                round: self.rounds,
+                arm: lead,
+                interval: iv,
+                confidence: conf,
+            });
+        }
+    }
+
+    /// Drop the arms significantly slower than the leader.
+    fn drop_slower(&mut self) {
         let Some(lead) = self.leader() else { return };
         let conf = self.confidence();
         for i in self.alive() {
@@ -331,9 +488,11 @@ impl Race {
     }
 
     /// The budget, seconds, a proof for the leader against the current settings would take:
-    /// the pairs the corrected interval needs to exclude zero at the effect and noise measured
-    /// so far (n = (t * sd / mean)^2 of the paired log-ratios), at the rounds' present cost.
-    /// None before [`MIN_REPEATS`] pairs, or when the leader is not ahead in its pairs.
+    /// the fewest pairs n whose corrected interval excludes zero at the effect and noise
+    /// measured so far (t(n - 1) * sd / sqrt(n) <= mean of the paired log-ratios; the t of n
+    /// pairs, not of the pairs so far, which would price 3 pairs' 2 degrees of freedom into
+    /// every round to come), at the rounds' present cost. None before [`MIN_REPEATS`] pairs,
+    /// or when the leader is not ahead in its pairs.
     pub fn proof_budget_s(&self) -> Option<f64> {
         let lead = self.leader().filter(|&l| l != 0)?;
         let d: Vec<f64> = self
@@ -349,16 +508,38 @@ impl Race {
         if !(m > 0.0 && sd.is_finite()) {
             return None;
         }
-        let t = t_quantile(1.0 - (1.0 - self.confidence()) / 2.0, d.len() as f64 - 1.0);
-        let n = ((t * sd / m).powi(2)).ceil().max(MIN_REPEATS as f64);
-        let more = (n - d.len() as f64).max(1.0);
+        let n = pairs_needed(m, sd, 1.0 - (1.0 - self.confidence()) / 2.0)?;
+        let more = (n as f64 - d.len() as f64).max(1.0);
         let per_round = self.alive().len().max(2) as f64 * self.cfg.cost_s;
         Some(self.spent_s + more * per_round)
     }
 
     /// The recommendation from the measurements so far.
     pub fn decide(&self) -> Decision {
-        let m = (self.arms.len().saturating_sub(1)).max(1);
+        let m = self.m();
+        if let Some(e) = &self.early {
+            return Decision {
+                change: true,
+                winner: e.arm,
+                leader: Some(e.arm),
+                leader_vs_current: Some(e.interval),
+                confidence: e.confidence,
+                sentence: format!(
+                    "change to {}: {:.1}% more throughput than the current settings ({:.2}% CI {:+.1}% .. {:+.1}% over {} paired rounds, corrected for {m} candidates and {} early looks; the race ended early, after round {}), p99 within {}%",
+                    self.arms[e.arm].name,
+                    e.interval.mean,
+                    e.confidence * 100.0,
+                    e.interval.low,
+                    e.interval.high,
+                    self.pairs(0, e.arm).len(),
+                    self.cfg.early_looks,
+                    e.round,
+                    self.cfg.max_p99_increase_pct
+                ),
+                proven: true,
+                proof_budget_s: None,
+            };
+        }
         let confidence = self.confidence();
         let leader = self.leader();
         let cur = self.arms[0].valid_tps();
@@ -373,12 +554,12 @@ impl Race {
             proof_budget_s: if proven { None } else { self.proof_budget_s() },
         };
         if cur.len() < MIN_REPEATS {
-            let need = MIN_REPEATS as f64 * self.arms.len() as f64 * self.cfg.cost_s;
+            let need = MIN_REPEATS as f64 * self.raced() as f64 * self.cfg.cost_s;
             return keep(
                 format!(
                     "{UNPROVEN}: the current settings have {} valid repeat(s) and {MIN_REPEATS} are needed; {MIN_REPEATS} rounds of {} candidates take about {:.0} s (--budget {:.0}s or more, or fix what made repeats invalid)",
                     cur.len(),
-                    self.arms.len(),
+                    self.raced(),
                     need,
                     need.ceil()
                 ),
@@ -514,6 +695,8 @@ mod tests {
             max_repeats: 20,
             alpha: 0.05,
             max_p99_increase_pct: 10.0,
+            early_looks: 0,
+            replan: false,
         }
     }
 
@@ -809,6 +992,177 @@ mod tests {
         assert!(need > race.spent_s, "{need}");
         assert!(d.sentence.contains("a proof would take"), "{}", d.sentence);
         assert!(d.leader_vs_current.unwrap().low > -100.0);
+    }
+
+    /// A race planned as the engine plans it: `plan::plan` over the candidates at 4 s a
+    /// measurement (the machine's), then replanned after round 1 at the measured cost.
+    fn planned_race(
+        seed: u64,
+        drift: f64,
+        f: impl Fn(f64) -> (f64, f64),
+        budget: f64,
+    ) -> (Race, Decision) {
+        use crate::tune::plan::{plan, StepTime};
+        let mut m = Machine::new(seed, drift);
+        let names: Vec<String> = DELAYS.iter().map(|d| format!("d={d}")).collect();
+        let step = StepTime {
+            warmup_s: 1.0,
+            duration_s: 3.0,
+            overhead_s: 0.0,
+        };
+        let p = plan(budget, &names, step, step, 30);
+        let mut race = Race::new(
+            names,
+            RaceConfig {
+                early_looks: p.early_looks,
+                replan: true,
+                ..cfg(budget)
+            },
+        );
+        for i in p.raced..DELAYS.len() {
+            race.plan_out(i, "not raced".into());
+        }
+        let done = run::<()>(
+            &mut race,
+            |i| {
+                let (tps, p99) = f(DELAYS[i]);
+                Ok(Some(m.measure(tps, p99)))
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert!(done);
+        let d = race.decide();
+        (race, d)
+    }
+
+    /// The 100 s (and 90 s) at 64 threads: every candidate 5-7x the current settings.
+    /// Planned, 3 candidates race and the race ends early on the evidence, well inside the
+    /// budget; unplanned, 8 candidates get 2 rounds and decide nothing.
+    #[test]
+    fn a_short_budget_decides_a_large_effect_and_ends_early() {
+        let f = |d: f64| {
+            if d == 6000.0 {
+                (1000.0, 8000.0)
+            } else {
+                (1000.0 * (5.0 + (d.ln() % 2.0)), 1500.0)
+            }
+        };
+        for budget in [90.0, 100.0] {
+            for seed in 0..20 {
+                let (race, d) = planned_race(seed, 0.05, f, budget);
+                assert!(d.change && d.proven, "seed {seed}: {}", d.sentence);
+                assert!(race.spent_s <= budget);
+                let e = race.early.as_ref().expect("ended early");
+                assert!(e.round <= 5, "{e:?}");
+                assert!(
+                    d.sentence.contains("the race ended early"),
+                    "{}",
+                    d.sentence
+                );
+                assert!((2..=3).contains(&race.raced()), "{}", race.raced());
+            }
+            if budget < 96.0 {
+                // 32 s a round: 2 rounds, no decision.
+                let (_, d) = race_surface(0, f, budget);
+                assert!(!d.change, "unplanned: {}", d.sentence);
+            }
+        }
+    }
+
+    /// The 2-vCPU guest: the leader about +55% at a pair noise near 14% (log sd), a 2-minute
+    /// budget. Planned, a proof within the budget in most seeded runs.
+    #[test]
+    fn a_two_minute_budget_proves_a_55_percent_gain_through_guest_noise() {
+        let f = |d: f64| {
+            if d == 6000.0 {
+                (1000.0, 3000.0)
+            } else {
+                (1550.0, 2000.0)
+            }
+        };
+        let runs = 100;
+        let mut wins = 0;
+        for seed in 0..runs {
+            let (race, d) = planned_race(9000 + seed, 0.09, f, 120.0);
+            assert!(race.spent_s <= 120.0);
+            wins += usize::from(d.change);
+        }
+        eprintln!("+55% at 120 s, 9% run drift: proven in {wins}/{runs} seeded runs");
+        assert!(wins >= 90, "{wins}/{runs}");
+    }
+
+    /// Early looks spend another alpha/4: on identical candidates a planned race still keeps
+    /// the current settings in at least 95% of runs at every budget.
+    #[test]
+    fn planned_a_a_with_early_looks_keeps_at_least_95_percent() {
+        for budget in [60.0, 120.0, 300.0] {
+            let runs = 400;
+            let changed = (0..runs)
+                .filter(|&s| {
+                    planned_race(11_000 + s, 0.05, |_| (4000.0, 2000.0), budget)
+                        .1
+                        .change
+                })
+                .count();
+            eprintln!("planned A/A at {budget} s: changed in {changed}/{runs}");
+            assert!(
+                changed as f64 <= 0.05 * runs as f64,
+                "{budget}: {changed}/{runs}"
+            );
+        }
+    }
+
+    #[test]
+    fn early_looks_are_counted_and_corrected() {
+        let mut race = Race::new(
+            vec!["current".into(), "a".into(), "b".into(), "c".into()],
+            RaceConfig {
+                early_looks: 2,
+                ..cfg(1e9)
+            },
+        );
+        race.plan_out(3, "not raced".into());
+        // m = 2 (c never raced): the end at 1 - 0.05/2, an early look at 1 - 0.05/(2 x 2 x 2).
+        assert!((race.confidence() - 0.975).abs() < 1e-12);
+        assert!((race.early_confidence() - 0.99375).abs() < 1e-12);
+        let s = |tps: f64| Sample {
+            windows_tps: vec![tps; 6],
+            p99_us: 10.0,
+            invalid: None,
+        };
+        // a is 2% ahead with 1% noise: never overwhelming at 3 pairs, so no early stop...
+        let gains = [1.02, 1.03, 1.01, 1.02, 1.03, 1.02, 1.01];
+        for g in gains {
+            race.record(0, s(100.0), 1.0);
+            race.record(1, s(100.0 * g), 1.0);
+            race.record(2, s(99.0), 1.0);
+            race.finish_round();
+            if race.early.is_some() {
+                break;
+            }
+        }
+        // ...until the looks are spent: 2 looks (rounds 3 and 4), then none.
+        assert_eq!(race.looks, 2);
+        if let Some(e) = &race.early {
+            assert!(e.round <= 4 && e.interval.low > 0.0, "{e:?}");
+            assert!(race.next_round().is_none(), "the race is over");
+            let d = race.decide();
+            assert!(d.change && d.winner == 1 && (d.confidence - 0.99375).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn the_proof_budget_prices_the_rounds_to_come_at_their_own_degrees_of_freedom() {
+        // The 2-vCPU run: 3 pairs, mean log-ratio 0.44 and sd 0.14 at 1 - 0.05/7: the
+        // t of 2 degrees of freedom (12.0) asked for 147 pairs; the t of n pairs asks for 6.
+        let q = 1.0 - 0.05 / 7.0 / 2.0;
+        let n = pairs_needed(0.44, 0.14, q).unwrap();
+        let hw = |n: usize| t_quantile(q, n as f64 - 1.0) * 0.14 / (n as f64).sqrt();
+        assert!(hw(n) <= 0.44 && hw(n - 1) > 0.44, "{n}");
+        assert!((5..=7).contains(&n), "{n}");
+        assert_eq!(pairs_needed(10.0, 0.01, q), Some(MIN_REPEATS));
+        assert!(pairs_needed(1e-9, 1.0, q).is_none());
     }
 
     #[test]
