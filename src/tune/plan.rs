@@ -14,7 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::race::MIN_REPEATS;
+/// Valid repeats a candidate needs before it can be dropped, lead, or be decided on (the A/B
+/// minimum; `race::MIN_REPEATS` is this).
+pub use crate::analysis::abtest::MIN_REPEATS;
 
 /// Rounds the plan gives every raced candidate: 8 pairs give a paired interval 7 degrees of
 /// freedom (t = 2.8 at 1 - 0.05/2 instead of 6.2 at 3 pairs; its half-width t / sqrt(n) is a
