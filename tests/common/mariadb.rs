@@ -294,6 +294,37 @@ fn session(socket: &Path) -> mysql::Result<mysql::Conn> {
     )
 }
 
+/// Wait until the server shows a client load that is not the test's own (a sweep's or tune's
+/// step, its clients' schema `schema`): at least `clients` sessions in `schema` and the
+/// server's `Queries` risen by 50 since the first look (the looks' own statements not
+/// counted). Panics after `secs` s with what was seen.
+pub fn wait_busy(db: &MariaDb, schema: &str, clients: usize, secs: u64) {
+    let mut look = session(&db.socket).expect("a session to watch the server");
+    let q = format!(
+        "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+           WHERE VARIABLE_NAME = 'QUERIES'), \
+         (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{schema}' \
+           AND ID <> CONNECTION_ID())"
+    );
+    let t0 = Instant::now();
+    let (mut first, mut looks) = (None, 0u64);
+    loop {
+        let (queries, present): (u64, u64) = look.query_first(&q).expect("a look").unwrap();
+        looks += 1;
+        let risen = queries
+            .saturating_sub(*first.get_or_insert(queries))
+            .saturating_sub(looks);
+        if present >= clients as u64 && risen >= 50 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "no load on {schema} within {secs} s: {present} of {clients} sessions, Queries +{risen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A load sized by time, not by a count: its clients run until the load is stopped or dropped.
 /// Drop (also when the test panics) sets the stop flag, KILLs the clients' sessions on the
 /// server (so a long statement, a SLEEP or a looping procedure ends at once) and joins them.
