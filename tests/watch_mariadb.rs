@@ -457,7 +457,22 @@ fn prometheus_scrapes_the_burst() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The burst once Prometheus scrapes watch (was 1.5 s after its start, fixed): watch keeps
+    // the peak for 10 s, and a Prometheus slow to start had missed it.
+    let up = "/api/v1/query?query=up%7Bjob%3D%22spinscope%22%7D%20%3D%3D%201";
+    let t0 = Instant::now();
+    while !std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok_and(|_| {
+        http_get(pport, up)
+            .split("\r\n\r\n")
+            .nth(1)
+            .is_some_and(|b| b.contains("\"result\":[{"))
+    }) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "Prometheus did not scrape watch within 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
     burst(&db, 10, 1.0);
     let q = "/api/v1/query?query=max_over_time(spinscope_watch_threads_running_max_10s%5B1m%5D)";
     let t0 = Instant::now();
