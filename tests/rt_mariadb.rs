@@ -125,8 +125,8 @@ fn counts_match_the_client_and_the_median_is_below_the_clients() {
         .unwrap()
         .unwrap();
     let h = std::thread::spawn(move || {
-        let r: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(3)");
-        let r2: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(3)");
+        let r: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(60)");
+        let r2: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(60)");
         (r.is_ok(), r2.is_err())
     });
     // Each KILL once the victim is in its SLEEP (the second: a new query id).
