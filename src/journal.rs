@@ -926,8 +926,28 @@ mod tests {
         let pid = child.id();
         assert!(process_start(pid).is_some());
         child.kill().unwrap();
-        // Not reaped yet: a zombie, which still has /proc/PID/stat.
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        // Not reaped yet: a zombie (state Z, read here on its own), which still has
+        // /proc/PID/stat. Waited for: a loaded host can take a while to run the kill.
+        let state = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')?
+                        .1
+                        .split_whitespace()
+                        .next()
+                        .map(String::from)
+                })
+        };
+        let t0 = std::time::Instant::now();
+        while state().as_deref() != Some("Z") {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "never a zombie: {:?}",
+                state()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert!(std::path::Path::new(&format!("/proc/{pid}/stat")).exists());
         assert_eq!(process_start(pid), None);
         child.wait().unwrap();

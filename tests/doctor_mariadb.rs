@@ -133,15 +133,20 @@ fn doctor_against_a_live_mariadb() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("TLS"), "{err}");
 
-    // A bounded write load on the socket while the sampler and the instruments watch.
+    // A write load on the socket while the sampler and the instruments watch: 16 clients
+    // inserting into one table without a primary key (what mariadb-slap's generated write load
+    // did), running until the window is over. The window starts once the server shows them.
     let before = instrument_state(&db);
-    let mut load = db.slap(&[
-        "--concurrency=16",
-        "--number-of-queries=60000",
-        "--auto-generate-sql",
-        "--auto-generate-sql-load-type=write",
-    ]);
-    std::thread::sleep(Duration::from_millis(700));
+    db.sql(
+        "CREATE DATABASE spinscope_load; CREATE TABLE spinscope_load.t1 \
+         (intcol1 INT(32), charcol1 VARCHAR(128)) ENGINE=InnoDB",
+    );
+    let load = db.load(
+        16,
+        "INSERT INTO spinscope_load.t1 VALUES (FLOOR(RAND() * 2147483647), \
+         CONCAT(MD5(RAND()), MD5(RAND()), MD5(RAND()), MD5(RAND())))",
+    );
+    load.wait_observed(60);
     let snap = db.dir().join("snap.json");
     let d = json(&run(
         &db,
@@ -154,7 +159,8 @@ fn doctor_against_a_live_mariadb() {
             snap.to_str().unwrap(),
         ],
     ));
-    let _ = load.wait();
+    let inserts = load.stop();
+    eprintln!("write load: {inserts} inserts");
     assert_eq!(instrument_state(&db), before, "instruments not restored");
     assert_eq!(d.pfs_instruments_restored, Some(true));
     let b = d.burst.clone().unwrap();
@@ -197,7 +203,7 @@ fn doctor_against_a_live_mariadb() {
         f.title,
         f.evidence
     );
-    // Under the short load: bursts or sustained overload, named by what the samples show.
+    // Under the load: bursts or sustained overload, named by what the samples show.
     let b = d.burst.clone().unwrap();
     let running = d
         .findings
@@ -413,7 +419,7 @@ fn server_gone_mid_window_reports_partial_and_exits_3() {
     let f = finding(&d, "pfs-off");
     assert_eq!(f.option_file, vec!["performance_schema = ON".to_string()]);
     assert!(f.statements.is_empty(), "{:?}", f.statements);
-    let child = doctor_cmd()
+    let mut child = doctor_cmd()
         .args([
             "-S",
             db.socket.to_str().unwrap(),
@@ -426,7 +432,10 @@ fn server_gone_mid_window_reports_partial_and_exits_3() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    // The server goes once the window has begun and its first samples are in.
+    let mut lines = common::StderrLines::of(&mut child);
+    lines.wait_for("sampling for", 60);
+    std::thread::sleep(Duration::from_millis(500));
     // SAFETY: kill(2) on the pid of the test server's process, which the harness owns.
     unsafe {
         libc::kill(db.pid() as libc::pid_t, libc::SIGKILL);
@@ -434,7 +443,7 @@ fn server_gone_mid_window_reports_partial_and_exits_3() {
     let t0 = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(20));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = lines.rest();
     let report = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("went away"), "{err}");

@@ -21,7 +21,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::mariadb::MariaDb;
@@ -74,20 +74,6 @@ fn evidence(f: &Finding, name: &str) -> f64 {
         .find(|e| e.name == name)
         .unwrap_or_else(|| panic!("{}: no evidence {name} in {:?}", f.id, f.evidence))
         .value
-}
-
-/// `n` clients each running `sql` once on their own connection, started now.
-fn clients(db: &MariaDb, n: usize, sql: &str) -> Vec<Child> {
-    (0..n)
-        .map(|_| {
-            db.client()
-                .args(["-e", sql])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("mariadb client")
-        })
-        .collect()
 }
 
 #[test]
@@ -234,8 +220,9 @@ fn running_threads_in_short_bursts_and_sustained() {
     let db = server(&[]);
     let n = burst_clients();
     // A 6 s window with one 1 s burst of sleeping queries (Threads_running counts a thread in
-    // a statement, asleep or not): bursts, not sustained overload.
-    let child = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+    // a statement, asleep or not): bursts, not sustained overload. The burst starts a second
+    // after the window has begun and lasts a second from when the server shows all of it.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spinscope"))
         .args(["doctor", "--no-defaults", "-S"])
         .arg(&db.socket)
         .args(["-u", "root", "--window", "6", "--json"])
@@ -243,11 +230,15 @@ fn running_threads_in_short_bursts_and_sustained() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    for mut c in clients(&db, n, "SELECT SLEEP(1)") {
-        c.wait().unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let mut lines = common::StderrLines::of(&mut child);
+    lines.wait_for("sampling for", 60);
+    std::thread::sleep(Duration::from_secs(1));
+    let burst = db.load(n, "SELECT SLEEP(60)");
+    burst.wait_observed(30);
+    std::thread::sleep(Duration::from_secs(1));
+    drop(burst);
+    let mut out = child.wait_with_output().unwrap();
+    out.stderr = lines.rest().into_bytes();
     let d = doc(&out);
     let b = d.burst.clone().expect("burst statistics");
     eprintln!(
@@ -270,12 +261,10 @@ fn running_threads_in_short_bursts_and_sustained() {
     );
 
     // The same clients asleep through the whole window: sustained overload.
-    let load = clients(&db, n, "SELECT SLEEP(6)");
-    std::thread::sleep(Duration::from_millis(1000));
+    let load = db.load(n, "SELECT SLEEP(60)");
+    load.wait_observed(30);
     let d = doc(&doctor(&db, &["--window", "3", "--json"]));
-    for mut c in load {
-        c.wait().unwrap();
-    }
+    drop(load);
     let b = d.burst.clone().expect("burst statistics");
     assert!(b.time_above_threshold_pct >= 50.0, "{b:?}");
     let f = finding(&d, "threads-running-sustained");
@@ -299,19 +288,15 @@ fn hot_row_at_a_lowered_delay_keeps_semaphores_blank() {
          INSERT INTO hot.t VALUES (1, 0); SET GLOBAL innodb_spin_wait_delay = 0",
     );
     // 16 clients hammer one row (one page, one record lock) while doctor watches with the
-    // latch instruments enabled.
-    let mut load = db.slap(&[
-        "--create-schema=hot",
-        "--concurrency=16",
-        "--number-of-queries=40000",
-        "--query=UPDATE t SET v = v + 1 WHERE id = 1",
-    ]);
-    std::thread::sleep(Duration::from_millis(500));
+    // latch instruments enabled; the load runs until doctor is done, and doctor starts once
+    // the server shows it.
+    let load = db.load(16, "UPDATE hot.t SET v = v + 1 WHERE id = 1");
+    load.wait_observed(60);
     let d = doc(&doctor(
         &db,
         &["--window", "3", "--enable-instruments", "--json"],
     ));
-    let _ = load.wait();
+    load.stop();
     let updates: u64 = db.sql("SELECT v FROM hot.t").trim().parse().unwrap();
     assert!(updates > 1000, "the load did not run: {updates} updates");
     // The contention is real and performance_schema names it ...

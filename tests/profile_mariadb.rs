@@ -9,22 +9,9 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command;
-use common::mariadb::{self, MariaDb};
+use common::mariadb::{self, Load, MariaDb};
 
-const LOAD_SECONDS: u32 = 12;
 const CLIENTS: usize = 16;
-
-/// Load clients, killed in Drop so a failing assertion leaves nothing running.
-struct Load(Vec<Child>);
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 #[test]
 fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
@@ -42,7 +29,6 @@ fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
         "--max-connections=100",
     ]);
     let load = start_load(&db);
-    std::thread::sleep(Duration::from_secs(2));
 
     let saved = tempfile::tempdir().unwrap();
     let script = saved.path().join("mariadbd.perf");
@@ -276,13 +262,9 @@ fn signals_during_recording_stop_perf_and_remove_its_files() {
     }
 }
 
-/// innodb_spin_wait_delay=6000 and CLIENTS clients inserting and updating for LOAD_SECONDS.
+/// innodb_spin_wait_delay=6000 and CLIENTS clients inserting and updating until the load is
+/// dropped; returns once the server shows them at work.
 fn start_load(db: &MariaDb) -> Load {
-    start_load_for(db, LOAD_SECONDS)
-}
-
-/// As `start_load`, for `seconds`.
-fn start_load_for(db: &MariaDb, seconds: u32) -> Load {
     db.sql("SET GLOBAL innodb_spin_wait_delay = 6000");
     db.sql(
         "CREATE DATABASE spinscope_load; \
@@ -291,27 +273,18 @@ fn start_load_for(db: &MariaDb, seconds: u32) -> Load {
          INSERT INTO spinscope_load.t (k, c) WITH RECURSIVE s(n) AS \
            (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 1000) SELECT n % 100, 0 FROM s;",
     );
-    // Time-bounded load inside the server: each client inserts and updates until a deadline.
-    db.sql_delimited(&format!(
+    // The load runs inside the server: each client inserts and updates until its session is
+    // killed (Load's drop).
+    db.sql_delimited(
         "CREATE PROCEDURE spinscope_load.churn() BEGIN \
-           DECLARE t_end DATETIME(6) DEFAULT NOW(6) + INTERVAL {seconds} SECOND; \
-           WHILE NOW(6) < t_end DO \
+           WHILE TRUE DO \
              INSERT INTO spinscope_load.t (k, c) VALUES (FLOOR(RAND()*100), 1); \
              UPDATE spinscope_load.t SET c = c + 1 WHERE id = 1 + FLOOR(RAND()*1000); \
-           END WHILE; END"
-    ));
-    Load(
-        (0..CLIENTS)
-            .map(|_| {
-                db.client()
-                    .args(["-e", "CALL spinscope_load.churn()"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("starting a load client")
-            })
-            .collect(),
-    )
+           END WHILE; END",
+    );
+    let load = db.load(CLIENTS, "CALL spinscope_load.churn()");
+    load.wait_observed(60);
+    load
 }
 
 /// `spinscope profile --pid` of the server for `seconds`, folded stacks written to `folded`.
@@ -345,8 +318,7 @@ fn diff_of_spin_delay_6000_and_default_shows_the_spin_fall() {
         "--innodb-flush-log-at-trx-commit=0",
         "--max-connections=100",
     ]);
-    let load = start_load_for(&db, 60);
-    std::thread::sleep(Duration::from_secs(2));
+    let load = start_load(&db);
     let tmp = tempfile::tempdir().unwrap();
     let (before, after) = (
         tmp.path().join("d6000.folded"),
@@ -408,7 +380,6 @@ fn capture_mariadb_fixtures() {
         "--max-connections=100",
     ]);
     let _load = start_load(&db);
-    std::thread::sleep(Duration::from_secs(2));
     // SPINSCOPE_CAPTURE_BIG=FILE: instead, a ~100k-sample recording (40 kHz: the server gets
     // only part of 2 shared vCPUs) for docs/PERFORMANCE.md; SPINSCOPE_CAPTURE_SECONDS: its
     // length (default 9; longer when other jobs leave the server less CPU).

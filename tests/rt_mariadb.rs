@@ -23,12 +23,13 @@ fn tcp(db: &MariaDb) -> mysql::Conn {
     mysql::Conn::new(o).expect("TCP connection to the throwaway server")
 }
 
-/// Start `rt --json` on the server's port; returns once its capture is open (its first
-/// interval line arrived) with the child and the lines read so far.
-fn start_rt(db: &MariaDb, secs: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+/// Start `rt --json` on the server's port, without a duration (it runs until `finish` stops
+/// it); returns once its capture is open (its first interval line arrived) with the child and
+/// the lines read so far.
+fn start_rt(db: &MariaDb) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_spinscope"))
         .args(["rt", "--port", &db.port.to_string(), "--interval", "200ms"])
-        .args(["--duration", secs, "--json", "--by-command", "--top", "5"])
+        .args(["--json", "--by-command", "--top", "5"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -47,7 +48,26 @@ fn start_rt(db: &MariaDb, secs: &str) -> (std::process::Child, std::sync::mpsc::
     (child, rx)
 }
 
+/// Stop rt once the test's traffic is over and rt has caught up with it (an interval that
+/// began after this call saw no request), then its total.
 fn finish(mut child: std::process::Child, rx: std::sync::mpsc::Receiver<String>) -> IntervalReport {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let t0 = Instant::now();
+    loop {
+        let left = Duration::from_secs(30).saturating_sub(t0.elapsed());
+        let line = rx
+            .recv_timeout(left)
+            .expect("rt gave no quiet interval within 30 s of the traffic's end");
+        let r: IntervalReport = serde_json::from_str(&line).expect("spinscope.rt/1 interval");
+        if r.start_unix_s >= now && r.requests == 0 {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(0));
     let lines: Vec<String> = rx.iter().collect();
@@ -57,6 +77,27 @@ fn finish(mut child: std::process::Child, rx: std::sync::mpsc::Receiver<String>)
     total
 }
 
+/// Wait until session `vid` is in a `SELECT SLEEP` whose query id is not `after`; that id.
+fn asleep(k: &mut mysql::Conn, vid: u64, after: Option<u64>) -> u64 {
+    let t0 = Instant::now();
+    loop {
+        let q: Option<u64> = k
+            .query_first(format!(
+                "SELECT QUERY_ID FROM information_schema.PROCESSLIST \
+                 WHERE ID = {vid} AND INFO LIKE 'SELECT SLEEP%'"
+            ))
+            .unwrap();
+        if let Some(q) = q.filter(|&q| Some(q) != after) {
+            return q;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "session {vid} not in a new SLEEP within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn counts_match_the_client_and_the_median_is_below_the_clients() {
     if mariadb::skip_reason("rt_mariadb", mariadb::available().err()).is_some() {
@@ -64,7 +105,7 @@ fn counts_match_the_client_and_the_median_is_below_the_clients() {
     }
     let db = MariaDb::start(&[]);
     db.sql("CREATE DATABASE rt; CREATE TABLE rt.t (id INT PRIMARY KEY, c CHAR(20)); INSERT INTO rt.t VALUES (1,'a'),(2,'b'),(3,'c')");
-    let (child, rx) = start_rt(&db, "4s");
+    let (child, rx) = start_rt(&db);
     const N: usize = 3000;
     let mut c = tcp(&db);
     let mut client_us = Vec::with_capacity(N);
@@ -84,13 +125,14 @@ fn counts_match_the_client_and_the_median_is_below_the_clients() {
         .unwrap()
         .unwrap();
     let h = std::thread::spawn(move || {
-        let r: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(3)");
-        let r2: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(3)");
+        let r: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(60)");
+        let r2: mysql::Result<Option<i64>> = victim.query_first("SELECT SLEEP(60)");
         (r.is_ok(), r2.is_err())
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // Each KILL once the victim is in its SLEEP (the second: a new query id).
+    let first = asleep(&mut killer, vid, None);
     killer.query_drop(format!("KILL QUERY {vid}")).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    asleep(&mut killer, vid, Some(first));
     killer.query_drop(format!("KILL {vid}")).unwrap();
     let _ = h.join().unwrap();
     drop(c);
@@ -141,7 +183,7 @@ fn tls_connections_are_timed_with_the_command_unknown() {
         &format!("--ssl-cert={}", cert.display()),
         &format!("--ssl-key={}", key.display()),
     ]);
-    let (child, rx) = start_rt(&db, "3s");
+    let (child, rx) = start_rt(&db);
     const N: usize = 1000;
     let o = mysql::OptsBuilder::new()
         .ip_or_hostname(Some("127.0.0.1"))

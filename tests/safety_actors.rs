@@ -352,7 +352,8 @@ fn row3_someone_elses_changes_are_reported_never_reverted() {
     wait_for("variant a applied", 30, || {
         var(&db, "innodb_io_capacity") == "300"
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Mid-step: once the server shows the step's client at work.
+    mariadb::wait_busy(&db, "spinscope", 1, 30);
     db.sql("SET GLOBAL table_open_cache = 4242");
     let status = a.wait().unwrap();
     let mut err = String::new();
@@ -385,7 +386,8 @@ fn row3_someone_elses_changes_are_reported_never_reverted() {
     wait_for("variant a applied", 30, || {
         var(&db, "innodb_io_capacity") == "300"
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Mid-step: once the server shows the step's client at work.
+    mariadb::wait_busy(&db, "spinscope", 1, 30);
     db.sql("SET GLOBAL innodb_io_capacity = 555");
     let status = a.wait().unwrap();
     let mut err = String::new();
@@ -485,7 +487,8 @@ fn row12_a_stopped_server_ends_sweep_in_bounded_time_with_partial_results() {
     wait_for("second variant applied", 60, || {
         var(&db, "innodb_spin_wait_delay") == "70"
     });
-    std::thread::sleep(Duration::from_millis(1000));
+    // Mid-step: once the server shows the step's client at work.
+    mariadb::wait_busy(&db, "spinscope", 1, 30);
     // SAFETY: kill(2) on the throwaway server this test started (continued below).
     unsafe { libc::kill(db.pid() as libc::pid_t, libc::SIGSTOP) };
     let t0 = Instant::now();
@@ -555,7 +558,8 @@ fn row12_a_server_restart_during_tune_keeps_partial_results() {
     wait_for("a candidate applied", 60, || {
         var(&db, "innodb_spin_wait_delay") != "7"
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Mid-step: once the server shows the candidate's client at work.
+    mariadb::wait_busy(&db, "spinscope", 1, 30);
     db.restart();
     let t0 = Instant::now();
     let status = loop {

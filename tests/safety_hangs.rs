@@ -246,7 +246,8 @@ fn tune_says_a_stopped_server_stops_it_saves_and_restore_puts_it_back() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Mid-step: once the server shows the candidate's client at work.
+    mariadb::wait_busy(&db, "spinscope", 1, 30);
     let stopped = Stopped::new(&db);
     let at = run.t0.elapsed();
     let (code, took, _) = run.wait(60);

@@ -220,12 +220,8 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
 
     // A holder known only by its server-side named lock is refused too, and named.
     let lock = "spinscope:innodb_spin_wait_delay";
-    let mut holder = db
-        .client()
-        .args(["-e", &format!("SELECT GET_LOCK('{lock}', 0), SLEEP(4)")])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    // Held until the test lets it go (drop KILLs the session), however long the refusal takes.
+    let holder = db.load(1, &format!("SELECT GET_LOCK('{lock}', 0), SLEEP(600)"));
     let used = |db: &MariaDb| {
         db.sql(&format!("SELECT IS_USED_LOCK('{lock}') IS NOT NULL"))
             .trim()
@@ -246,7 +242,7 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
         "{err}"
     );
     assert_eq!(var(&db, "innodb_spin_wait_delay"), "7");
-    let _ = holder.wait();
+    drop(holder);
     wait_for("lock released", 10, || !used(&db));
 
     // A hung server (SIGSTOP): a second Ctrl-C exits at once with the statements still
@@ -257,16 +253,17 @@ fn kill_hangup_overlap_and_restart_always_leave_a_way_back() {
     });
     // SAFETY: kill(2) on the throwaway server this test started (continued below).
     unsafe { libc::kill(db.pid() as libc::pid_t, libc::SIGSTOP) };
+    let mut lines = common::StderrLines::of(&mut a);
     signal(&a, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(500));
+    // The second Ctrl-C once the first has been taken (two at once would be one signal).
+    lines.wait_for("press Ctrl-C again", 30);
     signal(&a, libc::SIGINT);
     let t0 = Instant::now();
     let status = a.wait().unwrap();
     let quick = t0.elapsed();
     // SAFETY: as above.
     unsafe { libc::kill(db.pid() as libc::pid_t, libc::SIGCONT) };
-    let mut err = String::new();
-    std::io::Read::read_to_string(a.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let err = lines.rest();
     assert!(quick < Duration::from_secs(3), "{quick:?}: {err}");
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(
@@ -382,8 +379,10 @@ fn killed_doctor_leaves_instruments_that_restore_brings_back_and_no_password_in_
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Killed in the window, once it has begun with the instruments on.
+    let mut lines = common::StderrLines::of(&mut doc);
+    lines.wait_for("sampling for", 30);
     wait_for("instruments enabled", 30, || count(&db) == total);
-    std::thread::sleep(Duration::from_millis(300));
     for id in db
         .sql("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'mon'")
         .lines()
@@ -391,8 +390,7 @@ fn killed_doctor_leaves_instruments_that_restore_brings_back_and_no_password_in_
         let _ = db.client().args(["-e", &format!("KILL {id}")]).output();
     }
     let status = doc.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(doc.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let err = lines.rest();
     assert_eq!(status.code(), Some(0), "{err}");
     assert_eq!(err.matches("restored").count(), 1, "{err}");
     assert!(

@@ -173,31 +173,24 @@ fn killed_connections_reconnect_and_a_password_login_over_tcp_works() {
     let conn = connector(&t, Some("spinscope"));
     let wc = wire_connector(&t, "spinscope");
     let wl = workload("point-select", 2, 1000);
-    let killer = {
-        let sock = db.socket.clone();
-        let client = db.client();
-        let prog = client.get_program().to_owned();
-        let args: Vec<_> = client.get_args().map(|a| a.to_owned()).collect();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(900));
-            let run = |sql: &str| {
-                std::process::Command::new(&prog)
-                    .args(&args)
-                    .args(["-N", "-e", sql])
-                    .output()
-                    .unwrap()
-            };
-            let ids = run("SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'spinscope' AND ID <> CONNECTION_ID()");
-            let ids = String::from_utf8_lossy(&ids.stdout).to_string();
+    // The clients' connections are killed mid-step, once the server shows all four at work.
+    let (o, server, killed) = std::thread::scope(|s| {
+        let killer = s.spawn(|| {
+            mariadb::wait_busy(&db, "spinscope", 4, 30);
+            let ids = db.sql(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'spinscope' AND ID <> CONNECTION_ID()",
+            );
             for id in ids.split_whitespace() {
-                run(&format!("KILL CONNECTION {id}"));
+                let _ = db
+                    .client()
+                    .args(["-e", &format!("KILL CONNECTION {id}")])
+                    .output();
             }
-            drop(sock);
             ids.split_whitespace().count()
-        })
-    };
-    let (o, server) = step(&db, &config(4, 2.0, events(&wc, 2)), &wl, &conn);
-    let killed = killer.join().unwrap();
+        });
+        let (o, server) = step(&db, &config(4, 2.0, events(&wc, 2)), &wl, &conn);
+        (o, server, killer.join().unwrap())
+    });
     eprintln!(
         "killed {killed}: reconnects {}, errors {:?}, txns {}",
         o.reconnects, o.errors, o.txns

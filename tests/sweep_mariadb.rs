@@ -308,7 +308,8 @@ fn prepare_run_ab_open_loop_and_cleanup() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Mid-step: once the server shows the step's two clients at work.
+    mariadb::wait_busy(&db, "spinscope", 2, 30);
     // Every spinscope connection: the clients and the settings guard's admin connection.
     let ids = db.sql(
         "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'root' AND ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'",
@@ -458,8 +459,16 @@ fn sigint_mid_run_restores_the_setting_and_keeps_partial_results() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(delay(&db), "200", "the variant should be in force mid-run");
+    // The second step: the variant in force and the step's client at work.
+    let t0 = Instant::now();
+    while delay(&db) != "200" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the variant never in force after the first step"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    mariadb::wait_busy(&db, "spinscope", 1, 30);
     // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);
@@ -746,7 +755,8 @@ fn a_setting_changed_under_a_step_makes_it_invalid() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(700));
+    // Mid-step: once the server shows the step's two clients at work.
+    mariadb::wait_busy(&db, "spinscope", 2, 30);
     db.sql("SET GLOBAL innodb_spin_wait_delay = 77");
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -786,7 +796,8 @@ fn a_server_restart_during_a_step_makes_it_invalid() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // Mid-step: once the server shows the step's two clients at work.
+    mariadb::wait_busy(&db, "spinscope", 2, 30);
     // The server restarts mid-step and comes back at its default (4), not the variant's 9.
     db.restart();
     let out = child.wait_with_output().unwrap();

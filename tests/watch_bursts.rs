@@ -141,19 +141,24 @@ fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
     std::thread::sleep(Duration::from_secs(3));
     let quiet = http_get(port, "/metrics");
     let bursts_before = metric(&quiet, "spinscope_watch_bursts_total");
-    // A session whose statement names a password is running when the capture is taken.
-    let secret = {
-        let mut c = conn(&db);
-        std::thread::spawn(move || {
-            let _: Option<(i64, String)> = c
-                .query_first("SELECT SLEEP(3), PASSWORD('hunter2-watch-secret')")
-                .unwrap();
-        })
-    };
+    // A session whose statement names a password is running when the capture is taken: in
+    // it until the capture is written (was a SLEEP(3), over before the capture where
+    // connecting the 32 burst clients took long).
+    let secret = db.load(1, "SELECT SLEEP(600), PASSWORD('hunter2-watch-secret')");
+    secret.wait_observed(30);
     let starts = hot_row_bursts(&db, 32, n, every_s, 300);
-    secret.join().unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    let metrics = http_get(port, "/metrics");
+    // Once the capture is written and the bursts counted (or 30 s, then the range below
+    // decides).
+    assert!(w.wait_for("capture written", 30), "{}", w.stderr());
+    drop(secret);
+    let t = Instant::now();
+    let mut metrics = http_get(port, "/metrics");
+    while metric(&metrics, "spinscope_watch_bursts_total") - bursts_before < n as f64
+        && t.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(200));
+        metrics = http_get(port, "/metrics");
+    }
     stop.store(true, Ordering::Relaxed);
     for h in bg {
         h.join().unwrap();

@@ -163,31 +163,37 @@ fn a_burst_makes_one_capture_with_the_ramp_that_diagnoses_offline() {
     assert!(w.wait_for("connected", 30), "{}", w.stderr());
     // With perf, one client keeps the server on a CPU until the capture is written: a
     // recording of an idle server has no samples (and watch's sampler gives it next to no work).
-    let busy_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let busy = perf.then(|| {
-        let sock = db.socket.to_string_lossy().into_owned();
-        let stop = busy_stop.clone();
-        std::thread::spawn(move || {
-            let o = mysql::OptsBuilder::new()
-                .socket(Some(sock))
-                .user(Some("root"));
-            let mut c = mysql::Conn::new(o).expect("busy connection");
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _: Option<i64> = c
-                    .query_first("SELECT BENCHMARK(100000, MD5('spinscope'))")
-                    .unwrap();
-            }
-        })
-    });
-    std::thread::sleep(Duration::from_millis(1500));
+    // It runs until dropped, and the bursts start once the server shows it at work.
+    let busy = perf.then(|| db.load(1, "SELECT BENCHMARK(100000, MD5('spinscope'))"));
+    if let Some(b) = &busy {
+        b.wait_observed(30);
+    }
+    // Quiet history first (the ramp below needs over 1 s of samples before the trigger):
+    // waited for by the sampler's own progress, 30 SQL reads (3 s at its 10 Hz), not a fixed
+    // 1.5 s (100 samples, not over 100, beside busy loops).
+    let reads = || {
+        http_get(port, "/metrics")
+            .lines()
+            .find(|l| l.starts_with("spinscope_watch_threads_running_count"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let t0 = Instant::now();
+    while reads() < 30.0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "watch took no 30 SQL reads in 60 s: {}",
+            w.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Two bursts within the cooldown: still one capture.
     burst(&db, 12, 1.0);
     std::thread::sleep(Duration::from_millis(300));
     burst(&db, 12, 0.7);
     assert!(w.wait_for("capture written", 20), "{}", w.stderr());
-    busy_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Some(b) = busy {
-        b.join().unwrap();
+        b.stop();
     }
     let metrics = http_get(port, "/metrics");
     let (code, stdout, err) = w.stop();
@@ -457,7 +463,22 @@ fn prometheus_scrapes_the_burst() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The burst once Prometheus scrapes watch (was 1.5 s after its start, fixed): watch keeps
+    // the peak for 10 s, and a Prometheus slow to start had missed it.
+    let up = "/api/v1/query?query=up%7Bjob%3D%22spinscope%22%7D%20%3D%3D%201";
+    let t0 = Instant::now();
+    while !std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok_and(|_| {
+        http_get(pport, up)
+            .split("\r\n\r\n")
+            .nth(1)
+            .is_some_and(|b| b.contains("\"result\":[{"))
+    }) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "Prometheus did not scrape watch within 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
     burst(&db, 10, 1.0);
     let q = "/api/v1/query?query=max_over_time(spinscope_watch_threads_running_max_10s%5B1m%5D)";
     let t0 = Instant::now();

@@ -512,15 +512,39 @@ mod tests {
     }
 
     /// A child of its own (this test binary runs other tests' threads beside this one),
-    /// asleep in `read` until [`go`] writes a line to it, then spinning.
-    fn sleeper() -> (std::process::Child, std::process::ChildStdin) {
+    /// asleep in `read` until [`go`] writes a line to it, then spinning; killed and reaped on
+    /// drop, so a failed assertion leaves no spinning shell behind.
+    fn sleeper() -> (Spinner, std::process::ChildStdin) {
         let mut child = std::process::Command::new("/bin/sh")
             .args(["-c", "read x; while :; do :; done"])
             .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("/bin/sh");
         let stdin = child.stdin.take().unwrap();
-        (child, stdin)
+        (Spinner(child), stdin)
+    }
+
+    struct Spinner(std::process::Child);
+
+    impl Spinner {
+        fn id(&self) -> u32 {
+            self.0.id()
+        }
+
+        fn kill(&mut self) -> std::io::Result<()> {
+            self.0.kill()
+        }
+
+        fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+            self.0.wait()
+        }
+    }
+
+    impl Drop for Spinner {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 
     fn go(stdin: &mut std::process::ChildStdin) {

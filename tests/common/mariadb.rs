@@ -4,7 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
 
 pub const MARIADBD: &str = "/usr/sbin/mariadbd";
 
@@ -197,18 +202,11 @@ impl MariaDb {
         c
     }
 
-    /// A `mariadb-slap` load on this server's socket, as root, started now (output dropped):
-    /// `args` say the concurrency, queries and schema.
-    pub fn slap(&self, args: &[&str]) -> Child {
-        Command::new(which("mariadb-slap").expect("mariadb-slap (apt-get install mariadb-client)"))
-            .arg("--no-defaults")
-            .arg(format!("--socket={}", self.socket.display()))
-            .args(["--user=root", "--iterations=1"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting mariadb-slap")
+    /// A load that runs until it is dropped (or `stop`ped): `clients` sessions on this server's
+    /// socket, as root, each running `stmt` again and again. The sessions are open when this
+    /// returns; `wait_observed` waits until the server shows them working.
+    pub fn load(&self, clients: usize, stmt: &str) -> Load {
+        Load::start(self, clients, stmt)
     }
 
     fn try_sql(&self, sql: &str) -> Result<String, String> {
@@ -285,4 +283,181 @@ pub fn var(db: &MariaDb, name: &str) -> String {
 /// innodb_spin_wait_delay as the server reports it.
 pub fn delay(db: &MariaDb) -> String {
     var(db, "innodb_spin_wait_delay")
+}
+
+/// A root session on `socket` (the mysql crate, no client process).
+fn session(socket: &Path) -> mysql::Result<mysql::Conn> {
+    mysql::Conn::new(
+        mysql::OptsBuilder::new()
+            .socket(Some(socket.to_string_lossy().into_owned()))
+            .user(Some("root")),
+    )
+}
+
+/// Wait until the server shows a client load that is not the test's own (a sweep's or tune's
+/// step, its clients' schema `schema`): at least `clients` sessions in `schema` and the
+/// server's `Queries` risen by 50 since the first look (the looks' own statements not
+/// counted). Panics after `secs` s with what was seen.
+pub fn wait_busy(db: &MariaDb, schema: &str, clients: usize, secs: u64) {
+    let mut look = session(&db.socket).expect("a session to watch the server");
+    let q = format!(
+        "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+           WHERE VARIABLE_NAME = 'QUERIES'), \
+         (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{schema}' \
+           AND ID <> CONNECTION_ID())"
+    );
+    let t0 = Instant::now();
+    let (mut first, mut looks) = (None, 0u64);
+    loop {
+        let (queries, present): (u64, u64) = look.query_first(&q).expect("a look").unwrap();
+        looks += 1;
+        let risen = queries
+            .saturating_sub(*first.get_or_insert(queries))
+            .saturating_sub(looks);
+        if present >= clients as u64 && risen >= 50 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "no load on {schema} within {secs} s: {present} of {clients} sessions, Queries +{risen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A load sized by time, not by a count: its clients run until the load is stopped or dropped.
+/// Drop (also when the test panics) sets the stop flag, KILLs the clients' sessions on the
+/// server (so a long statement, a SLEEP or a looping procedure ends at once) and joins them.
+pub struct Load {
+    socket: PathBuf,
+    ids: Vec<u32>,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<Option<String>>>,
+}
+
+impl Load {
+    fn start(db: &MariaDb, clients: usize, stmt: &str) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicU64::new(0));
+        let mut load = Load {
+            socket: db.socket.clone(),
+            ids: Vec::new(),
+            stop: Arc::clone(&stop),
+            done: Arc::clone(&done),
+            threads: Vec::new(),
+        };
+        for _ in 0..clients {
+            let mut c = session(&db.socket).expect("a load session");
+            load.ids.push(c.connection_id());
+            let (stop, done, stmt) = (Arc::clone(&stop), Arc::clone(&done), stmt.to_string());
+            load.threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match c.query_drop(&stmt) {
+                        Ok(()) => {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) if stop.load(Ordering::Relaxed) => break,
+                        Err(e) => return Some(format!("{stmt}: {e}")),
+                    }
+                }
+                None
+            }));
+        }
+        load
+    }
+
+    /// The server's ids of the load's sessions.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Statements the clients have finished so far.
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+
+    /// Wait until the server shows the load working: all of its sessions there and either all
+    /// of them in a statement at once (a load of long statements: SLEEP, a looping procedure),
+    /// or the server's `Queries` (statements in stored programs included) risen by 4 a client
+    /// since the first look, the looks' own statements not counted. Panics after `secs` s,
+    /// with what was seen, also when a client has failed.
+    pub fn wait_observed(&self, secs: u64) {
+        let mut look = session(&self.socket).expect("a session to watch the load");
+        let ids = self
+            .ids
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let q = format!(
+            "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+               WHERE VARIABLE_NAME = 'QUERIES'), \
+             (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ({ids})), \
+             (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ({ids}) \
+               AND COMMAND = 'Query')"
+        );
+        let n = self.ids.len() as u64;
+        let t0 = Instant::now();
+        let mut first = None;
+        let mut looks = 0u64;
+        loop {
+            let (queries, present, busy): (u64, u64, u64) =
+                look.query_first(&q).expect("watching the load").unwrap();
+            looks += 1;
+            let q0 = *first.get_or_insert(queries);
+            let risen = queries.saturating_sub(q0).saturating_sub(looks);
+            if present == n && (busy == n || risen >= 4 * n) {
+                return;
+            }
+            if let Some(e) = self.failed() {
+                panic!("a load client failed: {e}");
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(secs),
+                "the load not seen on the server within {secs} s: {present} of {n} sessions, \
+                 {busy} in a statement, Queries +{risen}, {} statements done",
+                self.done()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Whether a client has ended before the load was stopped (a statement failed: `stop`
+    /// says which).
+    fn failed(&self) -> Option<String> {
+        self.threads
+            .iter()
+            .any(|t| t.is_finished())
+            .then(|| "a client ended before the load was stopped".to_string())
+    }
+
+    fn halt(&mut self) -> Vec<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(mut c) = session(&self.socket) {
+            for id in &self.ids {
+                let _ = c.query_drop(format!("KILL CONNECTION {id}"));
+            }
+        }
+        self.threads
+            .drain(..)
+            .filter_map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Some("a client panicked".into()))
+            })
+            .collect()
+    }
+
+    /// Stop the load; the statements its clients finished. Panics when a client failed.
+    pub fn stop(mut self) -> u64 {
+        let errors = self.halt();
+        assert!(errors.is_empty(), "load clients failed: {errors:?}");
+        self.done()
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.halt();
+    }
 }

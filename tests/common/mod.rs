@@ -139,3 +139,62 @@ pub fn metric(text: &str, prefix: &str) -> f64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{prefix} not in metrics:\n{text}"))
 }
+
+/// A child's stderr read line by line on a thread, so that a test can wait for a line (a
+/// window begun, a step started) while the child runs, instead of sleeping.
+pub struct StderrLines {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl StderrLines {
+    /// Take `child`'s stderr (spawned with `Stdio::piped()`) and read it from now on.
+    pub fn of(child: &mut std::process::Child) -> StderrLines {
+        use std::io::BufRead;
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StderrLines {
+            rx,
+            seen: String::new(),
+        }
+    }
+
+    /// Wait until a line containing `needle` is written; panics after `secs` seconds, or
+    /// when stderr closes first, with what was written.
+    pub fn wait_for(&mut self, needle: &str, secs: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                    if line.contains(needle) {
+                        return;
+                    }
+                }
+                Err(e) => panic!(
+                    "{needle:?} not written ({e:?}) within {secs} s:\n{}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// All of stderr, once the child has closed it (call after it has exited).
+    pub fn rest(mut self) -> String {
+        while let Ok(line) = self.rx.recv() {
+            self.seen.push_str(&line);
+            self.seen.push('\n');
+        }
+        self.seen
+    }
+}
