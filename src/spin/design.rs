@@ -121,8 +121,10 @@ pub fn design_advice(info: &FamilyInfo, current: &Settings, cpu: &CpuModel) -> D
     let defaults_suffice = !current_vs_default(info, current).is_empty()
         && !off_budget(&vs_design(info, &defaults, cpu));
     let (primary, alternative) = if defaults_suffice {
-        let alt = (exact.reachable && exact.settings != defaults).then_some(exact);
         let mut back = recommendation_for(info, current, cpu, design_ns, defaults);
+        // Whether the band can be met at all is the exact search's finding, not the defaults'.
+        back.reachable = exact.reachable;
+        let alt = (exact.reachable && exact.settings != defaults).then_some(exact);
         let after = vs_design(info, &defaults, cpu);
         back.explanation = format!(
             "{}: up to {} here, design ratio {} (within {WARN_RATIO}x of the design budget, where nothing needs to change)",
