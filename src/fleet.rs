@@ -493,6 +493,7 @@ mod tests {
             enable_instruments: false,
             host_facts: None,
             rt: false,
+            quiet_journal: false,
         };
         let lines = Mutex::new(Vec::new());
         let d = diagnose(&members, &o, 2, &AtomicBool::new(false), &|k, l| {

@@ -604,7 +604,11 @@ pub fn same_value(a: &str, b: &str) -> bool {
 }
 
 fn when(unix: i64) -> String {
-    let ago = now_unix() - unix;
+    ago(now_unix() - unix)
+}
+
+/// An age in seconds for people.
+fn ago(ago: i64) -> String {
     if ago < 120 {
         format!("{ago} s ago")
     } else if ago < 7200 {
@@ -664,74 +668,145 @@ pub fn examine(conn: &mut mysql::Conn, now: &ServerId) -> Findings {
     f
 }
 
-static CHECKED: Mutex<bool> = Mutex::new(false);
-static TARGET: Mutex<(String, String)> = Mutex::new((String::new(), String::new()));
-
-/// The endpoint and connection flags of the last server connected to (for records and hints).
-pub fn last_target() -> (String, String) {
-    TARGET.lock().unwrap_or_else(|e| e.into_inner()).clone()
+/// One journal finding about a server, as data: what a snapshot carries and doctor's rule
+/// reads (never the warning's English).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// The holder is gone and the server still holds the change.
+    LeftChanged,
+    /// The server restarted since: the change is gone, the record was closed.
+    ClosedByRestart,
+    /// Another spinscope holds it now.
+    Live,
 }
-static LAST: Mutex<Option<Findings>> = Mutex::new(None);
 
-/// Turn the check at connect off (the `restore` command reports on its own).
-pub fn skip_connect_check() {
-    *CHECKED.lock().unwrap_or_else(|e| e.into_inner()) = true;
+/// A record as a finding: which change, the value before and after, who made it and when,
+/// and how to put it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// The variable, or the description of the instrument change.
+    pub what: String,
+    /// How the record's maker reached the server (for messages).
+    pub endpoint: String,
+    pub original: String,
+    pub set_to: String,
+    pub holder: Holder,
+    pub opened_unix_s: i64,
+    /// Connection flags for `spinscope restore`.
+    pub connect_hint: String,
+    /// The statements that put the original back.
+    pub restore_sql: Vec<String>,
 }
 
-/// What the check at connect found (for doctor's report).
-pub fn last_findings() -> Option<Findings> {
-    LAST.lock().unwrap_or_else(|e| e.into_inner()).clone()
+impl Entry {
+    fn of(kind: EntryKind, r: &Record) -> Entry {
+        Entry {
+            kind,
+            what: r.what.clone(),
+            endpoint: r.server.endpoint.clone(),
+            original: r.original.clone(),
+            set_to: r.set_to.clone(),
+            holder: r.holder.clone(),
+            opened_unix_s: r.opened_unix_s,
+            connect_hint: r.server.connect_hint.clone(),
+            restore_sql: r.restore_sql.clone(),
+        }
+    }
+
+    /// [`describe`] of the record, its age counted at `now_unix_s`.
+    pub fn describe_at(&self, now_unix_s: i64) -> String {
+        format!(
+            "{} on {} was changed from {} to {} by `{}` (pid {}, {}@{}) {}",
+            self.what,
+            self.endpoint,
+            self.original,
+            self.set_to,
+            self.holder.command,
+            self.holder.pid,
+            self.holder.user,
+            self.holder.client_host,
+            ago(now_unix_s - self.opened_unix_s)
+        )
+    }
+
+    /// The one statement that restores it by hand, when there is one short enough to show.
+    pub fn by_hand(&self) -> Option<&str> {
+        match self.restore_sql.as_slice() {
+            [one] if one.len() <= 200 => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The message for a command about to work on the server, its age counted at `now_unix_s`.
+    pub fn warning_at(&self, now_unix_s: i64) -> String {
+        let d = self.describe_at(now_unix_s);
+        match self.kind {
+            EntryKind::LeftChanged => format!(
+                "warning: {d} and it was never set back; run `spinscope restore {}` (or by hand: {})",
+                self.connect_hint,
+                self.by_hand()
+                    .unwrap_or("the statements `spinscope restore --list` prints")
+            ),
+            EntryKind::ClosedByRestart => format!(
+                "the server restarted since {d}; that change is gone, the journal record is closed"
+            ),
+            EntryKind::Live => format!("note: another spinscope is working on this server: {d}"),
+        }
+    }
+}
+
+impl Findings {
+    /// Every finding as data, in the order of [`warnings`].
+    pub fn entries(&self) -> Vec<Entry> {
+        let kinds = [
+            (EntryKind::LeftChanged, &self.left_changed),
+            (EntryKind::ClosedByRestart, &self.closed_by_restart),
+            (EntryKind::Live, &self.live),
+        ];
+        kinds
+            .into_iter()
+            .flat_map(|(k, rs)| rs.iter().map(move |r| Entry::of(k, r)))
+            .collect()
+    }
 }
 
 /// Messages for a command about to work on a server, one per record.
 pub fn warnings(f: &Findings) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in &f.left_changed {
-        out.push(format!(
-            "warning: {} and it was never set back; run `spinscope restore {}` (or by hand: {})",
-            describe(r),
-            r.server.connect_hint,
-            match r.restore_sql.as_slice() {
-                [one] if one.len() <= 200 => one.clone(),
-                _ => "the statements `spinscope restore --list` prints".into(),
-            }
-        ));
-    }
-    for r in &f.closed_by_restart {
-        out.push(format!(
-            "the server restarted since {}; that change is gone, the journal record is closed",
-            describe(r)
-        ));
-    }
-    for r in &f.live {
-        out.push(format!(
-            "note: another spinscope is working on this server: {}",
-            describe(r)
-        ));
-    }
-    out
+    let now = now_unix();
+    f.entries().iter().map(|e| e.warning_at(now)).collect()
 }
 
-/// Run once per process on the first connection of a command: read the journal for this
-/// server and say on stderr, before anything else, what was left changed.
-pub fn check_on_connect(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &str) {
-    *TARGET.lock().unwrap_or_else(|e| e.into_inner()) =
-        (endpoint.to_string(), connect_hint.to_string());
-    {
-        let mut done = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
-        if *done {
-            return;
+/// One server's journal, read on a connection to it: who it is and what was left changed.
+/// Each connection's caller keeps its own (several servers share a process in fleet doctor
+/// and watch), nothing is kept process-wide.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub server: ServerId,
+    pub findings: Findings,
+}
+
+impl Checked {
+    /// The findings as data, for a snapshot.
+    pub fn entries(&self) -> Vec<Entry> {
+        self.findings.entries()
+    }
+
+    /// Say on stderr, before anything else, what was left changed.
+    pub fn warn(&self) {
+        for w in warnings(&self.findings) {
+            eprintln!("spinscope: {w}");
         }
-        *done = true;
     }
-    let Ok(id) = identify(conn, endpoint, connect_hint) else {
-        return;
-    };
-    let f = examine(conn, &id);
-    for w in warnings(&f) {
-        eprintln!("spinscope: {w}");
-    }
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+}
+
+/// Read the journal for the server behind `conn` (reached at `endpoint` with the flags
+/// `connect_hint`); None when the server cannot say who it is.
+pub fn check(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &str) -> Option<Checked> {
+    let server = identify(conn, endpoint, connect_hint).ok()?;
+    let findings = examine(conn, &server);
+    Some(Checked { server, findings })
 }
 
 /// For a record whose statement was in flight when its process died: the globals that differ
@@ -874,6 +949,52 @@ mod tests {
         assert!(!restarted_since(&rec, &now));
         rec.server.started_unix_s += 1;
         assert!(restarted_since(&rec, &now));
+    }
+
+    #[test]
+    fn findings_as_data_say_what_the_warnings_said() {
+        let rec = |what: &str, restore: &[&str]| Record {
+            id: "1".into(),
+            server: facts("/a.sock").server_id("/a.sock", "--socket /a.sock"),
+            what: what.into(),
+            original: "4".into(),
+            set_to: "77".into(),
+            check_sql: String::new(),
+            restore_sql: restore.iter().map(|s| s.to_string()).collect(),
+            holder: me(),
+            opened_unix_s: now_unix() - 30,
+            lock: None,
+            server_copy: None,
+            also_ours: vec![],
+            around: BTreeMap::new(),
+        };
+        let left = rec("v", &["SET GLOBAL v = 4"]);
+        let long = rec("w", &["UPDATE a", "UPDATE b"]);
+        let f = Findings {
+            left_changed: vec![left.clone(), long.clone()],
+            closed_by_restart: vec![left.clone()],
+            live: vec![long.clone()],
+        };
+        let kinds: Vec<EntryKind> = f.entries().iter().map(|e| e.kind).collect();
+        use EntryKind::*;
+        assert_eq!(kinds, [LeftChanged, LeftChanged, ClosedByRestart, Live]);
+        // The text of the versions that kept the findings as text (describe() of the record).
+        assert_eq!(
+            warnings(&f),
+            [
+                format!("warning: {} and it was never set back; run `spinscope restore --socket /a.sock` (or by hand: SET GLOBAL v = 4)", describe(&left)),
+                format!("warning: {} and it was never set back; run `spinscope restore --socket /a.sock` (or by hand: the statements `spinscope restore --list` prints)", describe(&long)),
+                format!("the server restarted since {}; that change is gone, the journal record is closed", describe(&left)),
+                format!("note: another spinscope is working on this server: {}", describe(&long)),
+            ]
+        );
+        // They travel in snapshots as JSON.
+        let e = &f.entries()[0];
+        let back: Entry = serde_json::from_str(&serde_json::to_string(e).unwrap()).unwrap();
+        assert_eq!(&back, e);
+        assert!(serde_json::to_string(e)
+            .unwrap()
+            .contains(r#""kind":"left_changed""#));
     }
 
     #[test]

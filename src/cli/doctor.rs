@@ -60,6 +60,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 enable_instruments: a.enable_instruments,
                 host_facts,
                 rt: a.rt,
+                quiet_journal: false,
             };
             (
                 collect_metered(&target, &o, &stop, &mut crate::progress::Stderr::default())?,

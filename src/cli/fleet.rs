@@ -67,6 +67,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         enable_instruments: a.enable_instruments,
         host_facts,
         rt: false,
+        quiet_journal: false,
     };
     let stop = crate::interrupt::install()?;
     let at_once = a.parallel.min(members.len());

@@ -65,7 +65,7 @@ pub fn run(a: RestoreArgs) -> Result<i32> {
     if a.list {
         return Ok(list());
     }
-    journal::skip_connect_check();
+    // A plain connection: restore reports on the journal itself (no warning first).
     let t = resolve(&a.conn)?;
     let mut conn = connect_target(&t)?;
     let now = journal::identify(&mut conn, &t.endpoint(), &t.flags_hint())

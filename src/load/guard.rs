@@ -29,6 +29,10 @@ pub use crate::globals::Changed;
 
 pub struct SettingsGuard {
     connect: Connector,
+    /// The server `connect` reaches: its endpoint and connection flags, for journal records
+    /// (this guard's own, never another connection's).
+    endpoint: String,
+    connect_hint: String,
     conn: Option<Conn>,
     changed: Vec<Changed>,
     /// Journal record id of each entry of `changed`.
@@ -146,9 +150,13 @@ fn plain(lit: &str) -> String {
 }
 
 impl SettingsGuard {
-    pub fn new(connect: Connector) -> SettingsGuard {
+    /// A guard for the server `connect` reaches at `endpoint` (`connect_hint`: the flags that
+    /// reach it again, for the restore hint).
+    pub fn new(connect: Connector, endpoint: &str, connect_hint: &str) -> SettingsGuard {
         SettingsGuard {
             connect,
+            endpoint: endpoint.to_string(),
+            connect_hint: connect_hint.to_string(),
             conn: None,
             changed: Vec::new(),
             records: Vec::new(),
@@ -301,7 +309,7 @@ impl SettingsGuard {
         if let Some(s) = &self.server {
             return Ok(s.clone());
         }
-        let (endpoint, hint) = journal::last_target();
+        let (endpoint, hint) = (self.endpoint.clone(), self.connect_hint.clone());
         let id = self.with_conn("identifying the server", |c| {
             journal::identify(c, &endpoint, &hint)
         })?;

@@ -29,6 +29,9 @@ pub struct CollectOpts {
     pub host_facts: Option<HostFacts>,
     /// `doctor --rt`: capture the server's response times over the window (local server).
     pub rt: bool,
+    /// Read the change journal without warning on stderr (watch's captures: the watcher said
+    /// it when it connected); the findings go in the snapshot either way.
+    pub quiet_journal: bool,
 }
 
 /// The privilege a refused query needs, or None when the error is not a privilege error.
@@ -805,10 +808,12 @@ pub fn collect_metered(
         }
     }
     let Ctx { refused, mut notes } = live.ctx;
-    notes.extend(journal_notes());
+    let journal = live.journal.map(|j| j.entries()).unwrap_or_default();
+    let captured_at_unix_s = now_unix();
+    notes.extend(journal_notes(&journal, crate::journal::now_unix()));
     Ok(Snapshot {
         schema: SNAPSHOT_SCHEMA.to_string(),
-        captured_at_unix_s: now_unix(),
+        captured_at_unix_s,
         target: t.describe(),
         local,
         version,
@@ -825,6 +830,7 @@ pub fn collect_metered(
         notes,
         lost_connection: sampled.lost_connection,
         rt: sampled.rt,
+        journal,
     })
 }
 
@@ -835,6 +841,8 @@ struct Live<'a> {
     o: &'a CollectOpts,
     conn: mysql::Conn,
     ctx: Ctx,
+    /// This server's change journal, read on `conn` when it opened.
+    journal: Option<crate::journal::Checked>,
 }
 
 /// What the observation window gathered.
@@ -849,6 +857,10 @@ impl<'a> Live<'a> {
     /// Connect and read the version: the two steps whose failure fails the collection.
     fn open(t: &'a Target, o: &'a CollectOpts) -> Result<(Live<'a>, String, Option<String>)> {
         let mut conn = connect_target(t)?;
+        let journal = super::conn::check_journal(&mut conn, t);
+        if let Some(j) = journal.as_ref().filter(|_| !o.quiet_journal) {
+            j.warn();
+        }
         let (version, version_comment): (String, Option<String>) = conn
             .query_first("SELECT VERSION(), @@version_comment")
             .map_err(|e| super::conn::explain(t, &e))?
@@ -858,6 +870,7 @@ impl<'a> Live<'a> {
             o,
             conn,
             ctx: Ctx::default(),
+            journal,
         };
         Ok((live, version, version_comment))
     }
@@ -1043,15 +1056,12 @@ impl<'a> Live<'a> {
     }
 }
 
-/// What the change journal's last check found, as notes.
-fn journal_notes() -> Vec<String> {
-    match crate::journal::last_findings() {
-        Some(f) => crate::journal::warnings(&f)
-            .into_iter()
-            .map(|w| format!("change journal: {w}"))
-            .collect(),
-        None => Vec::new(),
-    }
+/// This server's journal findings as notes, their ages counted at `now_unix_s`.
+fn journal_notes(entries: &[crate::journal::Entry], now_unix_s: i64) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| format!("change journal: {}", e.warning_at(now_unix_s)))
+        .collect()
 }
 
 /// This host's facts for a local server: measured, or the probe figures from `--host-facts`

@@ -799,9 +799,8 @@ fn strip_password(s: &str, t: &Target) -> String {
 }
 
 /// Open a connection to a resolved target. PREFERRED falls back to a plain connection when
-/// the server offers no TLS.
-/// The first connection of a process also reads the change journal for this server and warns
-/// on stderr about anything a previous spinscope left changed (see `crate::journal`).
+/// the server offers no TLS. The change journal is not read here: a command's first
+/// connection to a server goes through [`connect_checked`].
 pub fn connect_target(t: &Target) -> Result<mysql::Conn> {
     connect_target_with(t, |b| b)
 }
@@ -813,7 +812,7 @@ pub fn connect_target_with(
     extra: impl Fn(mysql::OptsBuilder) -> mysql::OptsBuilder,
 ) -> Result<mysql::Conn> {
     let want_tls = t.ssl_mode != SslMode::Disabled && t.socket.is_none();
-    let mut c = match mysql::Conn::new(extra(opts(t, want_tls))) {
+    let c = match mysql::Conn::new(extra(opts(t, want_tls))) {
         Ok(c) => c,
         Err(
             mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)
@@ -825,8 +824,25 @@ pub fn connect_target_with(
     };
     set_answer_timeout(&c, t.query_timeout)
         .map_err(|e| Error::runtime(format!("setting --query-timeout on the connection: {e}")))?;
-    crate::journal::check_on_connect(&mut c, &t.endpoint(), &t.flags_hint());
     Ok(c)
+}
+
+/// What the change journal says about the server behind `c` (reached through `t`); None
+/// when the server cannot say who it is.
+pub fn check_journal(c: &mut mysql::Conn, t: &Target) -> Option<crate::journal::Checked> {
+    crate::journal::check(c, &t.endpoint(), &t.flags_hint())
+}
+
+/// A command's first connection to a server: [`connect_target`], then the change journal
+/// for that server, its warnings said on stderr, its findings returned with the connection
+/// (they belong to this server alone: fleet doctor and watch hold several).
+pub fn connect_checked(t: &Target) -> Result<(mysql::Conn, Option<crate::journal::Checked>)> {
+    let mut c = connect_target(t)?;
+    let checked = check_journal(&mut c, t);
+    if let Some(ch) = &checked {
+        ch.warn();
+    }
+    Ok((c, checked))
 }
 
 /// Resolve the options (prompting for `-p`) and connect. Failures are one-line errors:

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use mysql::prelude::Queryable;
 
-use super::conn::{connect_target, Target};
+use super::conn::{connect_checked, Target};
 use crate::error::{Error, Result};
 
 /// What `spin` needs from a server.
@@ -21,7 +21,7 @@ pub struct LiveSettings {
 }
 
 pub fn read(t: &Target) -> Result<LiveSettings> {
-    let mut c = connect_target(t)?;
+    let (mut c, _) = connect_checked(t)?;
     let q = |e: mysql::Error| {
         Error::runtime(format!(
             "reading the spin settings of {}: {e}",

@@ -222,6 +222,11 @@ pub struct Snapshot {
     /// `doctor --rt`: response times from packets over the window (absent without `--rt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt: Option<RtRecord>,
+    /// What the change journal said about this server when the snapshot was taken, as data
+    /// (doctor's rule reads these; `notes` carries the same as text for people). Absent in
+    /// snapshots of older versions, whose notes alone carry it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal: Vec<crate::journal::Entry>,
 }
 
 impl Snapshot {
@@ -246,6 +251,7 @@ impl Snapshot {
             refused: vec![],
             notes: vec![],
             lost_connection: false,
+            journal: vec![],
             rt: None,
         }
     }

@@ -87,7 +87,11 @@ pub fn run(plan: &SweepPlan, conns: &Connectors, observer: &mut dyn Observer) ->
         },
         custom: plan.custom.clone(),
     };
-    let mut guard = SettingsGuard::new(Arc::clone(&conns.admin));
+    let mut guard = SettingsGuard::new(
+        Arc::clone(&conns.admin),
+        &conns.endpoint,
+        &conns.connect_hint,
+    );
     // A copy of the change journal in the scratch schema, for spinscope on other hosts.
     guard.mirror_to_schema(&plan.schema);
     guard.validate(&plan.variants)?;

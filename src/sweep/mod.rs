@@ -41,9 +41,16 @@ pub fn connector(target: &Target, db: Option<&str>) -> Connector {
     // Client connections (those with a db) own their prepared statements: the mysql crate's
     // own cache (32 by default) would close statements the workload still holds.
     let own_statements = db.is_some();
+    // The admin connector's first connection reads the change journal for this server and
+    // warns (once per connector: it belongs to one server).
+    let journal_unread = std::sync::atomic::AtomicBool::new(db.is_none());
     Arc::new(move || {
         let mut c = if own_statements {
             server_conn::connect_target_with(&target, |b| b.stmt_cache_size(0))?
+        } else if journal_unread.load(std::sync::atomic::Ordering::Relaxed) {
+            let (c, _) = server_conn::connect_checked(&target)?;
+            journal_unread.store(false, std::sync::atomic::Ordering::Relaxed);
+            c
         } else {
             server_conn::connect_target(&target)?
         };
@@ -94,6 +101,9 @@ pub struct Connectors {
     pub admin: Connector,
     pub clients: Connector,
     pub wire: WireConnector,
+    /// The server they reach: the endpoint and connection flags for journal records.
+    pub endpoint: String,
+    pub connect_hint: String,
 }
 
 impl Connectors {
@@ -103,6 +113,8 @@ impl Connectors {
             admin: connector(target, None),
             clients: connector(target, Some(schema)),
             wire: wire_connector(target, schema),
+            endpoint: target.endpoint(),
+            connect_hint: target.flags_hint(),
         }
     }
 }

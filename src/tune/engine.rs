@@ -375,7 +375,11 @@ fn setup(plan: &TunePlan, target: &Target) -> Result<(Setup, Load)> {
     let cands = generate(&info, current, model, plan.max_candidates);
     let variants: Vec<Variant> = cands.iter().map(|c| variant(&info, &current, c)).collect();
     crate::interrupt::set_query_timeout(target.query_timeout);
-    let mut guard = SettingsGuard::new(Arc::clone(&admin_connect));
+    let mut guard = SettingsGuard::new(
+        Arc::clone(&admin_connect),
+        &target.endpoint(),
+        &target.flags_hint(),
+    );
     guard.mirror_to_schema(&plan.schema);
     guard.validate(&variants)?;
     // One tune or settings sweep per server at a time (issue 24).

@@ -50,8 +50,17 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         // After the first connection the host's spin hint is known: no second probe.
         host_facts: prev.and_then(|p| p.host.clone()),
         rt: false,
+        quiet_journal: true,
     };
     let snap = collect(&w.target, &opts, &never)?;
+    // This server's journal, said once per connection under its own name.
+    for e in &snap.journal {
+        log(&format!(
+            "{}: {}",
+            w.name,
+            e.warning_at(snap.captured_at_unix_s as i64)
+        ));
+    }
     let facts = crate::doctor::Facts::from_snapshot(snap);
     let label = ServerLabel {
         server: w.name.clone(),
@@ -272,6 +281,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
             enable_instruments: false,
             host_facts: host,
             rt: false,
+            quiet_journal: true,
         };
         let snapshot = collect(&t, &opts, &never);
         let processlist = processlist(&t);
