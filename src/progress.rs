@@ -18,7 +18,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 pub const PLAIN_EVERY_S: f64 = 10.0;
 
 /// Work expected to take at least this long gets a start line with its estimate.
-const ANNOUNCE_S: f64 = 2.0;
+pub const ANNOUNCE_S: f64 = 2.0;
 
 // The duration formatter lives in the pure `units` module (engines print it too).
 pub use crate::units::human;

@@ -21,6 +21,16 @@ fn snapshot_path(p: &std::path::Path) -> PathBuf {
     }
 }
 
+/// The line that closes an announced sampling window: the whole time doctor took, of which
+/// the window, so "sampling for 10 s" is not read as the whole cost (collection before and
+/// after it: variables, INNODB STATUS, performance_schema, host counters).
+fn took_line(window_s: f64, total_s: f64) -> String {
+    format!(
+        "spinscope doctor: took {total_s:.1} s in all: the {window_s:.1} s sampling window and {:.1} s of collection around it",
+        (total_s - window_s).max(0.0)
+    )
+}
+
 pub fn run(a: DoctorArgs) -> Result<i32> {
     check(&a)?;
     if a.inventory.is_some() || !a.more.is_empty() {
@@ -62,10 +72,14 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 rt: a.rt,
                 quiet_journal: false,
             };
-            (
-                collect_metered(&target, &o, &stop, &mut crate::progress::Stderr::default())?,
-                "live".to_string(),
-            )
+            let t0 = std::time::Instant::now();
+            let snap =
+                collect_metered(&target, &o, &stop, &mut crate::progress::Stderr::default())?;
+            // Said only where the window was announced (progress::Window), on stderr.
+            if a.window >= crate::progress::ANNOUNCE_S {
+                eprintln!("{}", took_line(snap.window_s, t0.elapsed().as_secs_f64()));
+            }
+            (snap, "live".to_string())
         }
     };
     if let Some(p) = &a.save_snapshot {
@@ -93,4 +107,18 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
         (Some(f), Some(m)) if m >= f => EXIT_FINDINGS,
         _ => EXIT_OK,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::took_line;
+
+    #[test]
+    fn the_whole_time_and_the_window() {
+        assert_eq!(
+            took_line(10.02, 13.24),
+            "spinscope doctor: took 13.2 s in all: the 10.0 s sampling window and 3.2 s of collection around it"
+        );
+        assert!(took_line(5.0, 4.9).ends_with("and 0.0 s of collection around it"));
+    }
 }

@@ -10,6 +10,7 @@ use crate::server::conn::{connect_target, resolve, ConnArgs};
 const AFTER: &str = "\
 Examples:
   spinscope restore --list
+  spinscope restore --list -S /run/mysqld/mysqld.sock -u root
   spinscope restore -S /run/mysqld/mysqld.sock -u root
   spinscope restore -h db1 -P 3306 -u admin -p --force
 
@@ -24,7 +25,8 @@ Exit codes: 0 all restored (or nothing to do); 2 something was left alone; 3 a r
 pub struct RestoreArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
-    /// List the open records for all servers (connects to none).
+    /// List the open records: of the server the connection flags (or a server URL) name, or,
+    /// with none, of every server (connecting to none).
     #[arg(long)]
     pub list: bool,
     /// Set back even values that changed since spinscope set them.
@@ -35,17 +37,58 @@ pub struct RestoreArgs {
     pub help: Option<bool>,
 }
 
+/// Whether the flags name a server (not only a user or option files): `--list` then lists
+/// that server's records alone.
+fn names_server(c: &ConnArgs) -> bool {
+    c.target.is_some()
+        || c.url.is_some()
+        || c.host.is_some()
+        || c.port.is_some()
+        || c.socket.is_some()
+}
+
+/// The open records of the server the flags reach (as the journal identifies a server:
+/// server-side facts, `journal::records_for`, which also reads the copies kept on the
+/// server), and how many of this host's records belong to other servers.
+fn list_one(c: &ConnArgs) -> Result<i32> {
+    let t = resolve(c)?;
+    let mut conn = connect_target(&t)?;
+    let now = journal::identify(&mut conn, &t.endpoint(), &t.flags_hint())
+        .map_err(|e| Error::runtime(format!("identifying the server {}: {e}", t.describe())))?;
+    let recs = journal::records_for(&mut conn, &now);
+    let others = journal::list()
+        .iter()
+        .filter(|r| !recs.iter().any(|m| m.id == r.id))
+        .count();
+    Ok(print_list(&recs, &format!(" for {}", t.endpoint()), others))
+}
+
 fn list() -> i32 {
-    let recs = journal::list();
+    print_list(&journal::list(), "", 0)
+}
+
+/// `recs` listed; `whose` says whose they are (" for ENDPOINT", or empty for all), `others`
+/// counts the records of other servers left out.
+fn print_list(recs: &[journal::Record], whose: &str, others: usize) -> i32 {
     let place = journal::dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|| "(no HOME)".into());
+    let rest = if others > 0 {
+        format!(
+            " ({others} more for other servers: `spinscope restore --list` without connection flags lists them)"
+        )
+    } else {
+        String::new()
+    };
     if recs.is_empty() {
-        println!("no open change records in {place}");
+        println!("no open change records{whose} in {place}{rest}");
         return EXIT_OK;
     }
-    println!("{} open change record(s) in {place}:", recs.len());
-    for r in &recs {
+    println!(
+        "{} open change record(s){whose} in {place}{rest}:",
+        recs.len()
+    );
+    for r in recs {
         let state = match journal::holder_state(&r.holder) {
             journal::HolderState::Alive => "its process still runs",
             journal::HolderState::OtherHost => "made on another host",
@@ -63,6 +106,9 @@ fn list() -> i32 {
 
 pub fn run(a: RestoreArgs) -> Result<i32> {
     if a.list {
+        if names_server(&a.conn) {
+            return list_one(&a.conn);
+        }
         return Ok(list());
     }
     // A plain connection: restore reports on the journal itself (no warning first).

@@ -3,6 +3,7 @@
 
 pub mod burst;
 pub mod facts;
+pub mod origin;
 pub mod render;
 pub mod rt;
 pub mod rules;

@@ -22,7 +22,10 @@ pub struct RtSide {
     pub errors: u64,
     /// Requests left unanswered by a closed connection.
     pub abandoned: u64,
+    /// null when no request was answered.
+    #[serde(with = "crate::rt::stats::empty_as_null")]
     pub ttfb_us: Percentiles,
+    #[serde(with = "crate::rt::stats::empty_as_null")]
     pub ttlb_us: Percentiles,
     /// False when the kernel dropped packets.
     pub valid: bool,
@@ -36,10 +39,11 @@ pub struct RtRow {
     pub t_s: f64,
     pub interval_s: f64,
     pub requests: u64,
-    pub ttfb_p99_us: f64,
-    pub ttlb_p50_us: f64,
-    pub ttlb_p99_us: f64,
-    pub ttlb_max_us: f64,
+    /// The interval's percentiles; None (null) when it answered no request, not 0 us.
+    pub ttfb_p99_us: Option<f64>,
+    pub ttlb_p50_us: Option<f64>,
+    pub ttlb_p99_us: Option<f64>,
+    pub ttlb_max_us: Option<f64>,
     /// Highest Threads_running (SQL, own session removed) sampled in the interval.
     pub threads_running_max: Option<u64>,
     /// Highest count of server threads in state R (/proc) sampled in the interval.
@@ -56,14 +60,15 @@ pub fn side(rt: &RtRecord, burst: Option<&BurstRecord>) -> RtSide {
             let from_ms = (r.start_unix_s - rt.window_start_unix_s) * 1e3;
             let to_ms = from_ms + r.interval_s * 1e3;
             let inside = |t: f64| t >= from_ms && t < to_ms;
+            let answered = r.requests > 0;
             RtRow {
                 t_s: from_ms / 1e3,
                 interval_s: r.interval_s,
                 requests: r.requests,
-                ttfb_p99_us: r.ttfb_us.p99_us,
-                ttlb_p50_us: r.ttlb_us.p50_us,
-                ttlb_p99_us: r.ttlb_us.p99_us,
-                ttlb_max_us: r.ttlb_us.max_us,
+                ttfb_p99_us: answered.then_some(r.ttfb_us.p99_us),
+                ttlb_p50_us: answered.then_some(r.ttlb_us.p50_us),
+                ttlb_p99_us: answered.then_some(r.ttlb_us.p99_us),
+                ttlb_max_us: answered.then_some(r.ttlb_us.max_us),
                 threads_running_max: burst.and_then(|b| {
                     b.points
                         .iter()
@@ -159,7 +164,7 @@ pub fn table(s: &RtSide) -> (Vec<String>, Vec<Vec<String>>) {
         .rows
         .iter()
         .map(|r| {
-            let t = |us: f64| if r.requests == 0 { "-".into() } else { dur(us) };
+            let t = |us: Option<f64>| us.map_or("-".into(), dur);
             vec![
                 format!("{:.1}s", r.t_s.max(0.0)),
                 r.requests.to_string(),
@@ -287,6 +292,12 @@ mod tests {
         assert_eq!(s.rows[0].proc_running_max, None);
         assert_eq!(s.rows[1].threads_running_max, Some(1));
         assert_eq!(s.rows[1].proc_running_max, Some(4));
+        // The interval without requests has no percentiles (null in JSON), not 0 us.
+        assert_eq!(s.rows[0].ttlb_p99_us, Some(500.0));
+        assert_eq!(s.rows[1].ttlb_p99_us, None);
+        let j = serde_json::to_value(&s).unwrap();
+        assert!(j["rows"][1]["ttlb_p99_us"].is_null(), "{j}");
+        assert_eq!(j["rows"][1]["requests"], 0);
         let t = text(&s);
         assert!(
             t.contains("10 requests") && t.contains("Threads_running max"),

@@ -38,16 +38,23 @@ fn pct5(p: &Percentiles) -> String {
     )
 }
 
+/// What an interval without answered requests prints where its percentiles would be.
+pub const NO_REQUESTS: &str = "no requests";
+
 /// One plain line per interval (pipes, files).
 pub fn line(r: &IntervalReport) -> String {
-    let mut s = format!(
-        "{} requests={} rate={:.0}/s ttfb p50/p95/p99/p99.9/max={} ttlb={}",
-        clock(r.start_unix_s),
-        r.requests,
-        r.rate_per_s,
-        pct5(&r.ttfb_us),
-        pct5(&r.ttlb_us)
-    );
+    let mut s = if r.requests == 0 {
+        format!("{} requests=0 {NO_REQUESTS}", clock(r.start_unix_s))
+    } else {
+        format!(
+            "{} requests={} rate={:.0}/s ttfb p50/p95/p99/p99.9/max={} ttlb={}",
+            clock(r.start_unix_s),
+            r.requests,
+            r.rate_per_s,
+            pct5(&r.ttfb_us),
+            pct5(&r.ttlb_us)
+        )
+    };
     if r.errors > 0 {
         s.push_str(&format!(" errors={}", r.errors));
     }
@@ -124,7 +131,11 @@ pub fn block(r: &IntervalReport) -> Vec<String> {
             "ttlb99",
             "ttlbmax"
         ),
-        row("all", r.requests, r.rate_per_s, &r.ttfb_us, &r.ttlb_us),
+        if r.requests == 0 {
+            format!("{:<24} {:>8} {:>9.0} {NO_REQUESTS}", "all", 0, 0.0)
+        } else {
+            row("all", r.requests, r.rate_per_s, &r.ttfb_us, &r.ttlb_us)
+        },
     ];
     v.extend(r.by_command.iter().map(|g| group_row(g, r.interval_s)));
     if !r.top_statements.is_empty() {
@@ -153,6 +164,54 @@ pub fn block(r: &IntervalReport) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn empty(kind: &str) -> IntervalReport {
+        IntervalReport {
+            schema: crate::rt::stats::SCHEMA.into(),
+            kind: kind.into(),
+            start_unix_s: 3661.25,
+            interval_s: 1.0,
+            requests: 0,
+            rate_per_s: 0.0,
+            errors: 0,
+            no_response: 0,
+            abandoned: 0,
+            ttfb_us: Percentiles::default(),
+            ttlb_us: Percentiles::default(),
+            by_command: vec![],
+            top_statements: vec![],
+            capture: Default::default(),
+            valid: true,
+            invalid_reason: None,
+            ttlb_buckets: None,
+        }
+    }
+
+    #[test]
+    fn an_interval_without_requests_says_so() {
+        let r = empty("interval");
+        assert_eq!(line(&r), "01:01:01.250 requests=0 no requests");
+        let b = block(&r).join("\n");
+        assert!(
+            b.contains("all                             0         0 no requests"),
+            "{b}"
+        );
+        assert!(!b.contains("0us"), "{b}");
+        // JSON: the counts stay numbers, the percentiles are null (no 0 us p99), and read back.
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["requests"], 0);
+        assert!(j["ttlb_us"].is_null() && j["ttfb_us"].is_null(), "{j}");
+        let back: IntervalReport = serde_json::from_value(j).unwrap();
+        assert_eq!(back, r);
+        // One with requests keeps its numbers.
+        let mut busy = empty("interval");
+        busy.requests = 1;
+        busy.ttlb_us.p99_us = 87.0;
+        busy.ttlb_us.p50_us = 87.0;
+        let j = serde_json::to_value(&busy).unwrap();
+        assert_eq!(j["ttlb_us"]["p99_us"], 87.0);
+        assert!(line(&busy).contains("/87us/"), "{}", line(&busy));
+    }
 
     #[test]
     fn durations_and_clock() {

@@ -22,6 +22,34 @@ pub struct Percentiles {
     pub max_us: f64,
 }
 
+impl Percentiles {
+    /// No request was timed: every figure is the 0 of `Default` (a timed request is at least
+    /// 1 ns, so a real p50 is above 0).
+    pub fn is_empty(&self) -> bool {
+        *self == Percentiles::default()
+    }
+}
+
+/// An interval without requests has no percentiles, not percentiles of 0 us: written as null,
+/// read back (null, or an older document's zeros) as the empty default.
+pub mod empty_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Percentiles;
+
+    pub fn serialize<S: Serializer>(p: &Percentiles, s: S) -> Result<S::Ok, S::Error> {
+        if p.is_empty() {
+            s.serialize_none()
+        } else {
+            s.serialize_some(p)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Percentiles, D::Error> {
+        Ok(Option::<Percentiles>::deserialize(d)?.unwrap_or_default())
+    }
+}
+
 /// Requests of one kind (a command type or a fingerprint) in an interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Group {
@@ -60,9 +88,11 @@ pub struct IntervalReport {
     pub no_response: u64,
     /// Requests left unanswered by a closed or reset connection (a killed client, ...).
     pub abandoned: u64,
-    /// Time to first byte of the answer.
+    /// Time to first byte of the answer (null when no request was answered).
+    #[serde(with = "empty_as_null")]
     pub ttfb_us: Percentiles,
-    /// Time to last byte of the answer.
+    /// Time to last byte of the answer (null when no request was answered).
+    #[serde(with = "empty_as_null")]
     pub ttlb_us: Percentiles,
     pub by_command: Vec<Group>,
     /// The statements that cost the most time (unencrypted COM_QUERY), top N.

@@ -35,7 +35,7 @@ pub struct CollectOpts {
 }
 
 /// The privilege a refused query needs, or None when the error is not a privilege error.
-fn refusal(e: &mysql::Error, what: &str, privilege: &str) -> Option<Refusal> {
+pub(super) fn refusal(e: &mysql::Error, what: &str, privilege: &str) -> Option<Refusal> {
     match e {
         mysql::Error::MySqlError(m)
             if matches!(m.code, 1227 | 1142 | 1143 | 1044 | 1045 | 1370) =>
@@ -768,6 +768,7 @@ pub fn collect_metered(
         .unwrap_or_default(),
     );
     let innodb_status = live.innodb_status();
+    let var_origins = super::var_origin::scrape(&mut live.conn, &version, &mut live.ctx.refused);
     let local = t.is_local();
     let mut host = if local {
         Some(local_host(o, &variables))
@@ -831,6 +832,7 @@ pub fn collect_metered(
         lost_connection: sampled.lost_connection,
         rt: sampled.rt,
         journal,
+        var_origins,
     })
 }
 

@@ -13,3 +13,4 @@ pub mod proc_threads;
 pub mod rt_window;
 pub mod snapshot;
 pub mod taskstats;
+pub mod var_origin;

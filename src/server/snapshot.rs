@@ -195,6 +195,42 @@ pub struct HostFacts {
     pub clock_ticks_per_s: Option<u64>,
 }
 
+/// Where a variable's current global value came from, in the server's own classification
+/// (MariaDB `information_schema.SYSTEM_VARIABLES.GLOBAL_VALUE_ORIGIN`, MySQL 8
+/// `performance_schema.variables_info.VARIABLE_SOURCE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OriginKind {
+    /// The compiled-in default (MariaDB COMPILE-TIME, MySQL COMPILED).
+    Compiled,
+    /// An option on the server's command line.
+    CommandLine,
+    /// An option file (the path says which, when the server reports it).
+    Config,
+    /// Set at runtime with SET GLOBAL (MariaDB SQL, MySQL DYNAMIC).
+    Sql,
+    /// Sized by the server itself at startup (MariaDB AUTO).
+    Auto,
+    /// An environment variable (MariaDB ENVIRONMENT).
+    Environment,
+    /// SET PERSIST, kept in mysqld-auto.cnf in the data directory (MySQL PERSISTED).
+    Persisted,
+    /// A word this version of spinscope does not know (kept in `reported`).
+    #[serde(other)]
+    Other,
+}
+
+/// One variable's origin as the server reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VarOrigin {
+    pub kind: OriginKind,
+    /// The server's own word, e.g. "COMMAND-LINE", "CONFIG", "EXPLICIT".
+    pub reported: String,
+    /// The option file, for an origin in one (empty values dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
 /// Everything doctor collected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -227,6 +263,10 @@ pub struct Snapshot {
     /// snapshots of older versions, whose notes alone carry it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub journal: Vec<crate::journal::Entry>,
+    /// Where the spin variables' values came from (lower-case variable name -> origin); empty
+    /// when the server does not say (MySQL 5.7, older snapshots, no privilege).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub var_origins: BTreeMap<String, VarOrigin>,
 }
 
 impl Snapshot {
@@ -253,6 +293,7 @@ impl Snapshot {
             lost_connection: false,
             journal: vec![],
             rt: None,
+            var_origins: BTreeMap::new(),
         }
     }
 

@@ -85,6 +85,12 @@ impl MariaDb {
     /// Install a datadir and start the server with `extra` server options; waits until it
     /// answers on its socket (up to 60 s).
     pub fn start(extra: &[&str]) -> MariaDb {
+        MariaDb::start_with_cnf(None, extra)
+    }
+
+    /// [`MariaDb::start`] with `cnf` as the server's `--defaults-file` (written as `my.cnf` in
+    /// its directory) instead of `--no-defaults`: values from it have origin CONFIG.
+    pub fn start_with_cnf(cnf: Option<&str>, extra: &[&str]) -> MariaDb {
         let dir = tempfile::Builder::new()
             .prefix("spinscope-mdb")
             .tempdir()
@@ -118,6 +124,9 @@ impl MariaDb {
             "mariadb-install-db failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if let Some(text) = cnf {
+            std::fs::write(dir.path().join("my.cnf"), text).expect("my.cnf");
+        }
         let port = super::free_port();
         let socket = dir.path().join("mysqld.sock");
         let mut db = MariaDb {
@@ -135,8 +144,14 @@ impl MariaDb {
         let (dir, port, socket, extra) = (self.dir.path(), self.port, &self.socket, &self.extra);
         let data = dir.join("data");
         let tmp = dir.join("tmp");
+        let cnf = dir.join("my.cnf");
+        let defaults = if cnf.exists() {
+            format!("--defaults-file={}", cnf.display())
+        } else {
+            "--no-defaults".to_string()
+        };
         let child = Command::new(MARIADBD)
-            .arg("--no-defaults")
+            .arg(defaults)
             .arg(format!("--datadir={}", data.display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--tmpdir={}", tmp.display()))

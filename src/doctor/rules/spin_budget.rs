@@ -143,7 +143,8 @@ fn budget(f: &Facts, info: &FamilyInfo) -> Vec<Finding> {
                  lost 3.4x write TPS at 16 threads)."
             )
         },
-        what_to_do: fix.text(&after),
+        what_to_do: fix.text(&after)
+            + &crate::doctor::origin::fixes_where(&f.snap.var_origins, &fix.primary.changes),
         statements: fix.primary.set_global.clone(),
         option_file: fix.primary.option_file.clone(),
     }]
