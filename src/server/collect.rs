@@ -34,21 +34,7 @@ pub struct CollectOpts {
     pub quiet_journal: bool,
 }
 
-/// The privilege a refused query needs, or None when the error is not a privilege error.
-pub(super) fn refusal(e: &mysql::Error, what: &str, privilege: &str) -> Option<Refusal> {
-    match e {
-        mysql::Error::MySqlError(m)
-            if matches!(m.code, 1227 | 1142 | 1143 | 1044 | 1045 | 1370) =>
-        {
-            Some(Refusal {
-                what: what.to_string(),
-                privilege: privilege.to_string(),
-                message: format!("{} (error {})", m.message, m.code),
-            })
-        }
-        _ => None,
-    }
-}
+pub(super) use super::refusal::refusal;
 
 /// What went wrong so far: refused queries and other collection problems.
 #[derive(Default)]

@@ -10,6 +10,7 @@ pub mod live_settings;
 pub mod optfile;
 pub mod parse;
 pub mod proc_threads;
+pub mod refusal;
 pub mod rt_window;
 pub mod snapshot;
 pub mod taskstats;

@@ -89,7 +89,7 @@ pub fn scrape(
     match conn.query::<(String, Option<String>, Option<String>), _>(sql) {
         Ok(rows) => from_rows(rows),
         Err(e) => {
-            if let Some(r) = super::collect::refusal(&e, what, privilege) {
+            if let Some(r) = super::refusal::refusal(&e, what, privilege) {
                 refused.push(r);
             }
             // Anything else (no such table on MySQL 5.7, an old MariaDB): the origin is unknown.
