@@ -214,17 +214,22 @@ pub fn group_figure(group_medians: &[f64], clocks: &[f64]) -> Option<GroupFigure
         .map(|(m, c)| m * c)
         .collect();
     let (cyc, spread_pct) = robust_estimate(&cycles)?;
-    let mut sorted = clocks.to_vec();
-    sorted.sort_by(|a, b| a.total_cmp(b));
-    let fast = crate::analysis::stats::quantile_sorted(&sorted, 0.9);
-    let slow = crate::analysis::stats::quantile_sorted(&sorted, 0.1);
-    Some(GroupFigure {
-        ticks: cyc / fast,
+    Some(at_fast_clock(cyc, spread_pct, clocks.to_vec()))
+}
+
+/// A figure in core cycles given in ticks at the fast clock of the groups (their 90th
+/// percentile), with how far the clocks spread ((p90 - p10) / p10, percent).
+fn at_fast_clock(cycles: f64, spread_pct: f64, mut clocks: Vec<f64>) -> GroupFigure {
+    clocks.sort_by(|a, b| a.total_cmp(b));
+    let fast = crate::analysis::stats::quantile_sorted(&clocks, 0.9);
+    let slow = crate::analysis::stats::quantile_sorted(&clocks, 0.1);
+    GroupFigure {
+        ticks: cycles / fast,
         spread_pct,
-        cycles: Some(cyc),
+        cycles: Some(cycles),
         cycles_per_tick: Some(fast),
         clock_spread_pct: Some((fast - slow) / slow * 100.0),
-    })
+    }
 }
 
 /// The figure of a series whose every batch was paired with a clock reading taken right after
@@ -265,16 +270,7 @@ pub fn series_figure(
         }
     }
     let (cyc, spread_pct) = robust_estimate(&cycles)?;
-    clocks.sort_by(|a, b| a.total_cmp(b));
-    let fast = crate::analysis::stats::quantile_sorted(&clocks, 0.9);
-    let slow = crate::analysis::stats::quantile_sorted(&clocks, 0.1);
-    Some(GroupFigure {
-        ticks: cyc / fast,
-        spread_pct,
-        cycles: Some(cyc),
-        cycles_per_tick: Some(fast),
-        clock_spread_pct: Some((fast - slow) / slow * 100.0),
-    })
+    Some(at_fast_clock(cyc, spread_pct, clocks))
 }
 
 /// Per-hint medians of each group of batches (overhead subtracted).
