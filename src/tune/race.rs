@@ -709,12 +709,10 @@ mod tests {
 
     const DELAYS: [f64; 8] = [6000.0, 5.0, 4.0, 1.0, 9.0, 80.0, 700.0, 30.0];
 
-    fn race_surface(seed: u64, f: impl Fn(f64) -> (f64, f64), budget: f64) -> (Race, Decision) {
-        let mut m = Machine::new(seed, 0.05);
-        let names = DELAYS.iter().map(|d| format!("d={d}")).collect();
-        let mut race = Race::new(names, cfg(budget));
+    /// Run `race` to its end on the simulated machine over the surface `f`, then decide.
+    fn finish(race: &mut Race, m: &mut Machine, f: &impl Fn(f64) -> (f64, f64)) -> Decision {
         let done = run::<()>(
-            &mut race,
+            race,
             |i| {
                 let (tps, p99) = f(DELAYS[i]);
                 Ok(Some(m.measure(tps, p99)))
@@ -723,7 +721,14 @@ mod tests {
         )
         .unwrap();
         assert!(done);
-        let d = race.decide();
+        race.decide()
+    }
+
+    fn race_surface(seed: u64, f: impl Fn(f64) -> (f64, f64), budget: f64) -> (Race, Decision) {
+        let mut m = Machine::new(seed, 0.05);
+        let names = DELAYS.iter().map(|d| format!("d={d}")).collect();
+        let mut race = Race::new(names, cfg(budget));
+        let d = finish(&mut race, &mut m, &f);
         (race, d)
     }
 
@@ -1022,17 +1027,7 @@ mod tests {
         for i in p.raced..DELAYS.len() {
             race.plan_out(i, "not raced".into());
         }
-        let done = run::<()>(
-            &mut race,
-            |i| {
-                let (tps, p99) = f(DELAYS[i]);
-                Ok(Some(m.measure(tps, p99)))
-            },
-            |_| {},
-        )
-        .unwrap();
-        assert!(done);
-        let d = race.decide();
+        let d = finish(&mut race, &mut m, &f);
         (race, d)
     }
 
