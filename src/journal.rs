@@ -511,20 +511,25 @@ pub fn new_id() -> String {
 
 /// Write a record durably (file fsynced, directory fsynced) before the change it describes.
 pub fn open(rec: &Record) -> Result<()> {
-    let d = journal_dir()?;
-    let text = serde_json::to_vec_pretty(rec)
-        .map_err(|e| Error::runtime(format!("serializing a journal record: {e}")))?;
-    crate::files::write_atomic_mode(&record_path(&d, &rec.id), &text, 0o600).map_err(|e| {
-        Error::runtime(format!(
-            "cannot write the change journal in {} ({e}); nothing was changed",
-            d.display()
-        ))
-    })?;
+    save_in(&journal_dir()?, rec)?;
     PENDING
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(rec.id.clone(), (rec.what.clone(), rec.restore_sql.clone()));
     Ok(())
+}
+
+/// Write `rec` as an open record into the journal directory `d` (which must exist): what
+/// `open` does in the state directory, for a caller that names its own (a test's).
+pub fn save_in(d: &Path, rec: &Record) -> Result<()> {
+    let text = serde_json::to_vec_pretty(rec)
+        .map_err(|e| Error::runtime(format!("serializing a journal record: {e}")))?;
+    crate::files::write_atomic_mode(&record_path(d, &rec.id), &text, 0o600).map_err(|e| {
+        Error::runtime(format!(
+            "cannot write the change journal in {} ({e}); nothing was changed",
+            d.display()
+        ))
+    })
 }
 
 /// Close a record: the change was undone and read back (or the server restarted).

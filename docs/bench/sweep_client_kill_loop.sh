@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the events client's KILL test (tests/sweep_client.rs) N times in a row, after
+# Run the events client's KILL test (tests/live/sweep_client.rs) N times in a row, after
 # `cargo build --release --tests`; one line per run, then the count that passed.
 # Usage: docs/bench/sweep_client_kill_loop.sh [N]   (from the repository root)
 set -u

@@ -1,10 +1,25 @@
-//! Shared helpers for integration tests. Each test file includes this with `mod common;` and
+//! Shared helpers for integration tests. Each test binary (offline, live, meta) includes this once as `mod common;`; its modules `use crate::common;` and
 //! uses only what it needs.
 #![allow(dead_code)]
 
 pub mod mariadb;
 pub mod tls;
 pub mod watch;
+
+/// For tests that call the library in-process (sweep's API and client): one state directory for
+/// the whole test binary (the change journal of in-process sweeps lives there, never in the
+/// user's own) and no MYSQL_PWD. The environment is changed once, before the first such test
+/// goes on; tests that spawn spinscope set their own environment on the command instead.
+pub fn lib_env() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tempfile::tempdir().expect("a temporary state directory");
+        std::env::set_var("XDG_STATE_HOME", d.path());
+        std::env::remove_var("MYSQL_PWD");
+        d
+    })
+    .path()
+}
 
 /// The spinscope binary under test.
 pub fn bin() -> std::path::PathBuf {

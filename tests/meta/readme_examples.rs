@@ -1,0 +1,230 @@
+//! The README stays true: every `spinscope` command line in its shell blocks parses with
+//! today's flags, and those that can run in CI run, in order, in a scratch directory (HOME
+//! there too): the ones that need no server as written, the ones that need a server against a
+//! throwaway MariaDB (tests/common/mariadb.rs: its socket and port put in for
+//! /run/mysqld/mysqld.sock and 3306, its root without a password). The rest (made-up hosts, runs of
+//! minutes, perf as root, a watcher that runs until stopped) are parsed only, each for a
+//! stated reason.
+
+use crate::common;
+use std::path::Path;
+use std::process::Command;
+
+use clap::Parser;
+
+const README: &str = include_str!("../../README.md");
+
+/// Shell lines of the README's ```sh blocks, `\` continuations joined, `$ ` prompts removed.
+fn shell_lines() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    let mut cont = String::new();
+    for l in README.lines() {
+        if l.starts_with("```") {
+            in_sh = !in_sh && l.trim() == "```sh";
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        let l = l.trim();
+        if let Some(head) = l.strip_suffix('\\') {
+            cont.push_str(head);
+            continue;
+        }
+        let full = format!("{cont}{l}");
+        cont.clear();
+        let full = full.strip_prefix("$ ").unwrap_or(&full).trim();
+        let full = full.strip_prefix("sudo ").unwrap_or(full).to_string();
+        if !full.is_empty() && !full.starts_with('#') {
+            out.push(full);
+        }
+    }
+    out
+}
+
+/// Lines that install software or change the machine (packages, the toolchain, the service):
+/// never run by the tests, whose machine CI sets up (`.ci/run`, deploy/debian/ for the package).
+fn installs(l: &str) -> bool {
+    let first = l.split_whitespace().next().unwrap_or("");
+    matches!(
+        first,
+        "apt-get"
+            | "apt"
+            | "curl"
+            | "rustup"
+            | "."
+            | "git"
+            | "cd"
+            | "systemctl"
+            | "sudoedit"
+            | "mariadb"
+    ) || first.starts_with("deploy/")
+        || first.starts_with("./deploy/")
+}
+
+/// Why a line is only parsed, or None when it runs.
+fn parse_only(l: &str) -> Option<&'static str> {
+    if l.contains("db1:") || l.contains("--inventory") || l.contains("10.0.0.") {
+        Some("made-up servers")
+    } else if l.starts_with("spinscope sweep run") || l.starts_with("spinscope tune") {
+        Some("minutes of load: a benchmark, not a CI test (tests/live/sweep_mariadb.rs, tests/live/tune_mariadb.rs run short ones)")
+    } else if l.contains("profile --process") {
+        Some("perf as root on the one mariadbd (tests/live/profile_mariadb.rs)")
+    } else if l.starts_with("spinscope watch") || l.contains("/var/lib/spinscope/watch/") {
+        Some("runs until stopped (tests/live/watch_mariadb.rs)")
+    } else if l.starts_with("spinscope rt") {
+        Some("captures packets as root (tests/live/rt_mariadb.rs)")
+    } else if l.contains("| man") {
+        Some("needs man-db")
+    } else {
+        None
+    }
+}
+
+/// The words `spinscope` gets from a command line, as bash splits them: the line runs with
+/// `spinscope` (and `man`) as shell functions that print their arguments, in a scratch
+/// directory and HOME so redirects land there.
+fn argv(l: &str, scratch: &Path) -> Vec<String> {
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "exec 3>&1 1>/dev/null; spinscope() {{ printf '%s\\0' spinscope \"$@\" >&3; }}; man() {{ :; }}; cargo() {{ :; }}; {l}"
+        ))
+        .current_dir(scratch)
+        .env("HOME", scratch)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{l}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split('\0')
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn every_readme_command_parses() {
+    // Every shell line runs in order (mkdir, printf for real, in the scratch HOME) so that
+    // redirects find their directories; `spinscope` lines are then parsed by the real CLI.
+    let scratch = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for l in shell_lines() {
+        if installs(&l) {
+            continue;
+        }
+        let words = argv(&l, scratch.path());
+        if !l.starts_with("spinscope ") {
+            continue;
+        }
+        n += 1;
+        let args =
+            spinscope::server::conn::mysql_style_args(words.into_iter().map(Into::into).collect());
+        if let Err(e) = spinscope::cli::Cli::try_parse_from(&args) {
+            panic!("README: `{l}` does not parse: {e}");
+        }
+    }
+    assert!(n >= 20, "only {n} spinscope lines found in the README");
+}
+
+#[test]
+fn readme_commands_run() {
+    let db = match common::mariadb::skip_reason(
+        "README commands against a server",
+        common::mariadb::available().err(),
+    ) {
+        None => Some(common::mariadb::MariaDb::start(&[])),
+        Some(_) => None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::os::unix::fs::symlink(root.join("tests"), dir.path().join("tests")).unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_spinscope")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (mut ran, mut parsed) = (Vec::new(), Vec::new());
+    for l in shell_lines() {
+        if l.starts_with("cargo ") || l.starts_with("printf ") || installs(&l) {
+            continue; // building (the test binary is built), a file for a skipped line, installs
+        }
+        if let Some(why) = parse_only(&l) {
+            parsed.push(format!("{l}: {why}"));
+            continue;
+        }
+        let needs_server = l.contains("mysqld.sock") || l.contains(" -P 3306");
+        let mut cmd = l.clone();
+        if needs_server {
+            let Some(db) = &db else {
+                parsed.push(format!("{l}: no MariaDB here"));
+                continue;
+            };
+            cmd = cmd
+                .replace("/run/mysqld/mysqld.sock", db.socket.to_str().unwrap())
+                .replace(" -P 3306", &format!(" -P {}", db.port));
+            // The throwaway server's root has no password: -p would prompt for an empty one.
+            cmd = cmd.replace(" -p ", " ");
+            // The server's root signs in over the socket without a password, as on Debian.
+            if !cmd.contains(" -u ") {
+                cmd = cmd.replacen(" --socket", " -u root --socket", 1);
+            }
+        }
+        let run = || {
+            Command::new("bash")
+                .arg("-c")
+                .arg(&cmd)
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .env("PATH", &path)
+                .env_remove("MYSQL_PWD")
+                .env_remove("MYSQL_HOST")
+                .output()
+                .unwrap()
+        };
+        let mut out = run();
+        // A probe (or a quick probe) the host is too busy for exits 3 and says "too busy": the
+        // README's advice is to probe again when the host is quieter, so the test does, five
+        // times at most, a second apart (the tests around it load this machine).
+        for _ in 0..4 {
+            let busy = out.status.code() == Some(3)
+                && String::from_utf8_lossy(&out.stderr).contains("too busy");
+            if !busy {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            out = run();
+        }
+        let code = out.status.code();
+        // doctor exits 1 for findings at or above --fail-on: that is the example working.
+        let ok = code == Some(0) || (l.contains("--fail-on") && code == Some(1));
+        assert!(
+            ok,
+            "README: `{cmd}` exited {code:?}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ran.push(l);
+    }
+    eprintln!("ran {} README commands:\n  {}", ran.len(), ran.join("\n  "));
+    eprintln!("parsed only:\n  {}", parsed.join("\n  "));
+    // What the examples promise exists afterwards.
+    for f in [
+        "this-host.json",
+        "man/spinscope.1",
+        ".local/share/bash-completion/completions/spinscope",
+    ] {
+        assert!(dir.path().join(f).exists(), "{f} missing after the README");
+    }
+    assert!(ran.len() >= 10, "{ran:#?}");
+    if db.is_some() {
+        assert!(ran.iter().any(|l| l.contains("sweep prepare")), "{ran:#?}");
+        assert!(dir.path().join("db1.json").exists());
+    }
+}

@@ -1,0 +1,147 @@
+//! Golden files of the text reports (tests/golden/text/): doctor from snapshot fixtures, spin
+//! from a saved probe and a reference CPU, sweep from a saved sweep document, profile from a
+//! perf-script fixture, probe from a saved probe. Every input is a file in tests/fixtures, so
+//! the output is stable; a change to a report shows up as a diff here. Regenerate with
+//! `UPDATE_GOLDEN=1 cargo test --release --test offline golden_text::` and read the diff.
+
+use std::path::Path;
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn golden(name: &str, text: &str) {
+    let path = root().join("tests/golden/text").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+    if want != text {
+        let line = want
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| want.lines().count().min(text.lines().count()));
+        panic!(
+            "{name} differs from the golden file from line {} (UPDATE_GOLDEN=1 to accept):\n\
+             want: {:?}\n got: {:?}",
+            line + 1,
+            want.lines().nth(line),
+            text.lines().nth(line)
+        );
+    }
+}
+
+/// The binary's stdout for `args`, run from the crate root (fixture paths are relative, as
+/// the reports print them); it must exit `code`.
+fn stdout(args: &[&str], code: i32) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_spinscope"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn doctor_text_reports() {
+    for (snap, name) in [
+        ("mariadb1011_delay6000", "doctor_mariadb1011_delay6000.txt"),
+        ("mariadb1011_live", "doctor_mariadb1011_live.txt"),
+        (
+            "mysql57_synthetic_wait_cells_remote",
+            "doctor_mysql57_wait_cells.txt",
+        ),
+    ] {
+        let file = format!("tests/fixtures/snapshots/{snap}.json");
+        golden(name, &stdout(&["doctor", "--snapshot", &file], 0));
+    }
+}
+
+#[test]
+fn spin_text_reports() {
+    golden(
+        "spin_mariadb_probe_delay30.txt",
+        &stdout(
+            &[
+                "spin",
+                "--server",
+                "10.11.6-MariaDB",
+                "--probe",
+                "tests/fixtures/report/probe.json",
+                "--spin-wait-delay",
+                "30",
+            ],
+            0,
+        ),
+    );
+    golden(
+        "spin_mysql8036_skylake_match.txt",
+        &stdout(
+            &[
+                "spin",
+                "--server",
+                "8.0.36",
+                "--cpu",
+                "skylake-sp",
+                "--match",
+                "baseline",
+            ],
+            0,
+        ),
+    );
+}
+
+#[test]
+fn sweep_text_report_from_a_saved_document() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/report/sweep.json")).unwrap();
+    let doc: spinscope::report::sweep::SweepDoc = serde_json::from_str(&text).unwrap();
+    golden("sweep_report.txt", &spinscope::report::sweep::render(&doc));
+    golden("sweep_report.csv", &spinscope::report::sweep::csv(&doc));
+}
+
+/// The probe's human report of a saved probe (`probe` itself only prints what it measured).
+#[test]
+fn probe_text_report_from_a_saved_probe() {
+    let path = root().join("tests/fixtures/report/probe.json");
+    let doc = spinscope::cpu::load_probe_file(&path).unwrap();
+    golden("probe_report.txt", &spinscope::report::probe::render(&doc));
+}
+
+#[test]
+fn profile_text_report() {
+    golden(
+        "profile_mariadb_cpu_clock.txt",
+        &stdout(
+            &[
+                "profile",
+                "--perf-script",
+                "tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf",
+            ],
+            0,
+        ),
+    );
+}
+
+/// A probe saved on an Intel guest without a PMU (family 6 model 167, 2026-11-26): the figure in
+/// core cycles at the clock the dependent-add chain measured.
+#[test]
+fn probe_text_report_with_the_chain_clock() {
+    let path = root().join("tests/fixtures/report/probe_intel_model167_chain.json");
+    let doc = spinscope::cpu::load_probe_file(&path).unwrap();
+    let text = spinscope::report::probe::render(&doc);
+    assert!(
+        text.contains("core cycles at the 3.998 GHz the core ran at"),
+        "{text}"
+    );
+    golden("probe_report_chain_clock.txt", &text);
+}
