@@ -72,19 +72,20 @@ fn binary_sizes_are_the_readmes() {
     );
 }
 
+/// The integration test binaries: the folders of tests/ with a main.rs (tests/common has none).
+fn test_binaries() -> Vec<String> {
+    std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("main.rs").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// The test executables of this build: per test target the newest `NAME-HASH` in deps/ that
 /// answers `--list` as a test harness (the lib's and the bin's harnesses both for `spinscope`).
 fn harnesses(deps: &Path) -> Vec<(String, PathBuf)> {
-    let mut targets: Vec<String> =
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
-            .unwrap()
-            .flatten()
-            .filter_map(|e| {
-                let p = e.path();
-                let stem = p.file_stem()?.to_string_lossy().into_owned();
-                (p.extension()? == "rs").then_some(stem)
-            })
-            .collect();
+    let mut targets = test_binaries();
     targets.push("spinscope".into());
     let mut out = Vec::new();
     for t in targets {
@@ -137,14 +138,10 @@ fn the_test_count_and_target_size_are_the_readmes() {
     let me = std::env::current_exe().unwrap();
     let deps = me.parent().unwrap();
     let hs = harnesses(deps);
-    let n_files = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
-        .count();
+    let n_bins = test_binaries().len();
     assert!(
-        hs.len() > n_files,
-        "found {} test executables for {n_files} test files: {hs:?}",
+        hs.len() > n_bins,
+        "found {} test executables for {n_bins} test binaries: {hs:?}",
         hs.len()
     );
     let count: usize = hs.iter().filter_map(|(_, p)| list(p)).sum();
