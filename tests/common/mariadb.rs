@@ -81,6 +81,15 @@ pub struct MariaDb {
     extra: Vec<String>,
 }
 
+/// A throwaway server for `test`, or None when MariaDB is missing and skipping was asked for
+/// (`skip_reason`: otherwise a missing server fails the test).
+pub fn start_or_skip(test: &str, extra: &[&str]) -> Option<MariaDb> {
+    if skip_reason(test, available().err()).is_some() {
+        return None;
+    }
+    Some(MariaDb::start(extra))
+}
+
 impl MariaDb {
     /// Install a datadir and start the server with `extra` server options; waits until it
     /// answers on its socket (up to 60 s).

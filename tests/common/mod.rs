@@ -21,6 +21,67 @@ pub fn lib_env() -> &'static std::path::Path {
     .path()
 }
 
+/// spinscope `args` against `db`'s socket as root, no option files, the change journal in
+/// `home` (its XDG_STATE_HOME), and none of the caller's MYSQL_PWD or test switches.
+pub fn server_cmd(
+    db: &mariadb::MariaDb,
+    home: &std::path::Path,
+    args: &[&str],
+) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.args(args)
+        .args(["--socket", db.socket.to_str().unwrap(), "-u", "root"])
+        .arg("--no-defaults")
+        .env_remove("MYSQL_PWD")
+        .env_remove("SPINSCOPE_FAULT")
+        .env_remove("SPINSCOPE_TEST_CLOCK_SHIFT_S")
+        .env("XDG_STATE_HOME", home);
+    c
+}
+
+/// The whole HTTP/1.0 response to `GET path` on 127.0.0.1:`port` (headers and body), or ""
+/// when nothing listens there; a 10 s read timeout.
+pub fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let _ = write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// Compare `text` with the golden file tests/`rel` (e.g. "golden/text/x.txt");
+/// `UPDATE_GOLDEN=1` rewrites it. On a difference, the first differing line of each.
+pub fn golden(rel: &str, text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(rel);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
+    if want != text {
+        let line = want
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(text.lines().count()));
+        panic!(
+            "{} differs from the golden file at line {} (UPDATE_GOLDEN=1 to accept):\n want: {:?}\n  got: {:?}",
+            path.display(),
+            line + 1,
+            want.lines().nth(line).unwrap_or("<end>"),
+            text.lines().nth(line).unwrap_or("<end>")
+        );
+    }
+}
+
 /// The spinscope binary under test.
 pub fn bin() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_BIN_EXE_spinscope"))

@@ -144,17 +144,7 @@ fn svg_matches_golden_file_and_is_repeatable() {
         svg.contains("rgb(220,20,60)"),
         "spin frames in their own colour"
     );
-    let golden = fixture("synthetic_mysql80.svg");
-    if std::env::var_os("SPINSCOPE_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &svg).unwrap();
-    }
-    let want = std::fs::read_to_string(&golden)
-        .expect("golden SVG missing: run with SPINSCOPE_UPDATE_GOLDEN=1 to create it");
-    assert!(
-        svg == want,
-        "SVG differs from {}; if intended, regenerate with SPINSCOPE_UPDATE_GOLDEN=1",
-        golden.display()
-    );
+    crate::common::golden("fixtures/perf/synthetic_mysql80.svg", &svg);
 }
 
 #[test]

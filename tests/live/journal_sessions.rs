@@ -6,25 +6,12 @@
 //! and nowhere else.
 
 use crate::common;
+use common::server_cmd as cmd;
 use std::path::Path;
-use std::process::Command;
 
 use common::mariadb::{self, var, MariaDb};
 use common::{doctor_cmd, out};
 use spinscope::fleet::FleetDoc;
-
-/// spinscope on `db`'s socket as root, the journal in `home`.
-fn cmd(db: &MariaDb, home: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
-    c.args(args)
-        .args(["--socket", db.socket.to_str().unwrap(), "-u", "root"])
-        .arg("--no-defaults")
-        .env_remove("MYSQL_PWD")
-        .env_remove("SPINSCOPE_FAULT")
-        .env_remove("SPINSCOPE_TEST_CLOCK_SHIFT_S")
-        .env("XDG_STATE_HOME", home);
-    c
-}
 
 /// A `sweep run` of one variant `setting`, killed right after its first change statement:
 /// the server keeps the value, the journal keeps the record.

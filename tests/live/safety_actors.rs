@@ -9,6 +9,11 @@
 //!   `restore` on A puts A's instruments back.
 
 use crate::common;
+
+fn start(extra: &[&str]) -> Option<MariaDb> {
+    common::mariadb::start_or_skip("safety_actors", extra)
+}
+use common::server_cmd as cmd;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,29 +21,9 @@ use std::time::{Duration, Instant};
 use common::mariadb::{self, state, var, MariaDb};
 use common::{open_records, out, wait_for};
 
-fn start(extra: &[&str]) -> Option<MariaDb> {
-    if mariadb::skip_reason("safety_actors", mariadb::available().err()).is_some() {
-        return None;
-    }
-    Some(MariaDb::start(extra))
-}
-
 /// One test at a time: each starts its own servers and load, and eight of them at once on a
 /// 2-core machine starve tune's first candidate past the test's bounds.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// spinscope on the server's socket as root, the journal in `home`.
-fn cmd(db: &MariaDb, home: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
-    c.args(args)
-        .args(["--socket", db.socket.to_str().unwrap(), "-u", "root"])
-        .arg("--no-defaults")
-        .env_remove("MYSQL_PWD")
-        .env_remove("SPINSCOPE_FAULT")
-        .env_remove("SPINSCOPE_TEST_CLOCK_SHIFT_S")
-        .env("XDG_STATE_HOME", home);
-    c
-}
 
 fn kill9(child: &mut Child) {
     // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped yet.

@@ -14,6 +14,10 @@
 //! (`sweep run` against a stopped server: `safety_actors.rs`, row 12.)
 
 use crate::common;
+
+fn start(test: &str) -> Option<MariaDb> {
+    common::mariadb::start_or_skip(test, &[])
+}
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -25,13 +29,6 @@ use common::open_records;
 
 /// One test at a time: each starts its own servers and load on a small machine.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn start(test: &str) -> Option<MariaDb> {
-    if mariadb::skip_reason(test, mariadb::available().err()).is_some() {
-        return None;
-    }
-    Some(MariaDb::start(&[]))
-}
 
 /// A server stopped with SIGSTOP until this is dropped (SIGCONT), whatever happens.
 struct Stopped(u32);

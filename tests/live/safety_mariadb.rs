@@ -19,29 +19,16 @@
 //!   half-prepared schema refused before any change; a bad output path fails before load.
 
 use crate::common;
+
+fn start(extra: &[&str]) -> Option<MariaDb> {
+    common::mariadb::start_or_skip("safety_mariadb", extra)
+}
+use common::server_cmd as cmd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::mariadb::{self, state, var, MariaDb};
+use common::mariadb::{state, var, MariaDb};
 use common::{open_records, out, wait_for};
-
-fn start(extra: &[&str]) -> Option<MariaDb> {
-    if mariadb::skip_reason("safety_mariadb", mariadb::available().err()).is_some() {
-        return None;
-    }
-    Some(MariaDb::start(extra))
-}
-
-/// spinscope with the server's socket as root, the journal in `journal_home`.
-fn cmd(db: &MariaDb, journal_home: &std::path::Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
-    c.args(args)
-        .args(["--socket", db.socket.to_str().unwrap(), "-u", "root"])
-        .arg("--no-defaults")
-        .env_remove("MYSQL_PWD")
-        .env("XDG_STATE_HOME", journal_home);
-    c
-}
 
 fn signal(child: &Child, sig: i32) {
     // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped yet.

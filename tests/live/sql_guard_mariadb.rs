@@ -6,20 +6,10 @@
 //! another user schema (the control that the test can see a write).
 
 use crate::common;
-use std::path::Path;
+use common::server_cmd as cmd;
 use std::process::{Command, Output};
 
 use common::mariadb::{self, MariaDb};
-
-fn cmd(db: &MariaDb, home: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
-    c.args(args)
-        .args(["--socket", db.socket.to_str().unwrap(), "-u", "root"])
-        .arg("--no-defaults")
-        .env_remove("MYSQL_PWD")
-        .env("XDG_STATE_HOME", home);
-    c
-}
 
 fn run(c: &mut Command) -> (Option<i32>, String, String) {
     let o: Output = c.output().unwrap();

@@ -8,7 +8,7 @@
 //! `SPINSCOPE_WATCH_BURSTS=6 SPINSCOPE_WATCH_EVERY_S=5`.
 
 use crate::common;
-use std::io::Read;
+use common::http_get;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,18 +41,6 @@ fn unix_ms() -> f64 {
         .unwrap()
         .as_secs_f64()
         * 1e3
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::Write;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let _ = write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
 }
 
 /// `n` bursts of `ms` ms every `every_s` s from `conns` connections updating one row, starting

@@ -4,7 +4,7 @@
 //! unreachable inventory targets and the free-space floor give clear messages.
 
 use crate::common;
-use std::io::{Read, Write};
+use common::http_get;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,15 +55,6 @@ fn burst(db: &MariaDb, threads: usize, secs: f64) {
     for h in hs {
         h.join().unwrap();
     }
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
 }
 
 fn captures(out: &Path) -> Vec<PathBuf> {

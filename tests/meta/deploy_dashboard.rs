@@ -8,7 +8,12 @@
 //! DIR/dashboard.svg (and DIR/dashboard.png with chromium) for a human to look at.
 
 use crate::common;
-use std::io::{Read, Write};
+
+/// The body of `GET path` on 127.0.0.1:`port` ("" when nothing answers).
+fn http_get(port: u16, path: &str) -> String {
+    let out = common::http_get(port, path);
+    out.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
+}
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,17 +67,6 @@ fn panels(dash: &Value) -> Vec<Panel> {
 fn as_grafana_sends(expr: &str) -> String {
     expr.replace("$server", ".+")
         .replace("$__rate_interval", "10s")
-}
-
-fn http_get(port: u16, path: &str) -> String {
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
 }
 
 fn enc(s: &str) -> String {

@@ -4,6 +4,7 @@
 //! the output is stable; a change to a report shows up as a diff here. Regenerate with
 //! `UPDATE_GOLDEN=1 cargo test --release --test offline golden_text::` and read the diff.
 
+use crate::common;
 use std::path::Path;
 use std::process::Command;
 
@@ -12,27 +13,7 @@ fn root() -> &'static Path {
 }
 
 fn golden(name: &str, text: &str) {
-    let path = root().join("tests/golden/text").join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
-    if want != text {
-        let line = want
-            .lines()
-            .zip(text.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| want.lines().count().min(text.lines().count()));
-        panic!(
-            "{name} differs from the golden file from line {} (UPDATE_GOLDEN=1 to accept):\n\
-             want: {:?}\n got: {:?}",
-            line + 1,
-            want.lines().nth(line),
-            text.lines().nth(line)
-        );
-    }
+    common::golden(&format!("golden/text/{name}"), text);
 }
 
 /// The binary's stdout for `args`, run from the crate root (fixture paths are relative, as

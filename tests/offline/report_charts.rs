@@ -5,20 +5,7 @@ use spinscope::lab::doc::LabDoc;
 use spinscope::report::chart::{render, Chart, Mark, Series, Style, Unit};
 
 fn golden(name: &str, svg: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/charts")
-        .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, svg).unwrap();
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1)", path.display()));
-    assert!(
-        want == svg,
-        "{} differs from the golden file (UPDATE_GOLDEN=1 to accept)",
-        name
-    );
+    crate::common::golden(&format!("golden/charts/{name}"), svg);
 }
 
 /// A sweep-like chart: a doubling ladder, two variants with repeats, USL fits, one invalid step.
