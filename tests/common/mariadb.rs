@@ -79,6 +79,8 @@ pub struct MariaDb {
     pub port: u16,
     pub socket: PathBuf,
     extra: Vec<String>,
+    /// Held while the server lives (declared last: dropped after the server is stopped).
+    _pass: super::Shared,
 }
 
 /// A throwaway server for `test`, or None when MariaDB is missing and skipping was asked for
@@ -100,6 +102,7 @@ impl MariaDb {
     /// [`MariaDb::start`] with `cnf` as the server's `--defaults-file` (written as `my.cnf` in
     /// its directory) instead of `--no-defaults`: values from it have origin CONFIG.
     pub fn start_with_cnf(cnf: Option<&str>, extra: &[&str]) -> MariaDb {
+        let pass = super::shared();
         let dir = tempfile::Builder::new()
             .prefix("spinscope-mdb")
             .tempdir()
@@ -144,6 +147,7 @@ impl MariaDb {
             port,
             socket,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            _pass: pass,
         };
         db.spawn_and_wait();
         db

@@ -6,6 +6,72 @@ pub mod mariadb;
 pub mod tls;
 pub mod watch;
 
+/// Live tests share a 2-core CI machine with whichever test the harness runs beside them. Every
+/// throwaway server holds a `Shared` pass while it lives; a test whose figures depend on having
+/// the machine to itself (a capture's latency, a perf sample count, a tune decision) takes
+/// `solo()` first, before starting its servers: it waits until no other test's server lives,
+/// and no other server starts until it ends. A solo test starts its servers on its own thread.
+/// (One binary holds every live test; when each file was its own binary, such tests only ever
+/// ran beside their own file's tests.)
+struct Gate {
+    state: std::sync::Mutex<(usize, bool)>,
+    cv: std::sync::Condvar,
+}
+
+static GATE: Gate = Gate {
+    state: std::sync::Mutex::new((0, false)),
+    cv: std::sync::Condvar::new(),
+};
+
+thread_local! {
+    static SOLO_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The machine to this test alone while it is held (see [`Gate`]).
+pub struct Solo(());
+
+pub fn solo() -> Solo {
+    let mut st = GATE.state.lock().unwrap_or_else(|e| e.into_inner());
+    while st.0 > 0 || st.1 {
+        st = GATE.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+    st.1 = true;
+    SOLO_HERE.with(|s| s.set(true));
+    Solo(())
+}
+
+impl Drop for Solo {
+    fn drop(&mut self) {
+        SOLO_HERE.with(|s| s.set(false));
+        GATE.state.lock().unwrap_or_else(|e| e.into_inner()).1 = false;
+        GATE.cv.notify_all();
+    }
+}
+
+/// A live server's pass: waits while a solo test runs (unless this is the solo test's thread).
+pub struct Shared(bool);
+
+pub fn shared() -> Shared {
+    if SOLO_HERE.with(|s| s.get()) {
+        return Shared(false);
+    }
+    let mut st = GATE.state.lock().unwrap_or_else(|e| e.into_inner());
+    while st.1 {
+        st = GATE.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+    st.0 += 1;
+    Shared(true)
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.0 {
+            GATE.state.lock().unwrap_or_else(|e| e.into_inner()).0 -= 1;
+            GATE.cv.notify_all();
+        }
+    }
+}
+
 /// For tests that call the library in-process (sweep's API and client): one state directory for
 /// the whole test binary (the change journal of in-process sweeps lives there, never in the
 /// user's own) and no MYSQL_PWD. The environment is changed once, before the first such test

@@ -14,6 +14,7 @@ const CLIENTS: usize = 16;
 
 #[test]
 fn finds_spin_loops_without_symbols_in_stripped_mariadbd() {
+    let _solo = crate::common::solo();
     if mariadb::skip_reason("profile_mariadb", mariadb::available().err()).is_some() {
         return;
     }
@@ -310,6 +311,7 @@ fn profile_folded(db: &MariaDb, seconds: &str, folded: &std::path::Path) {
 /// tests/fixtures/perf/diff/ were made so).
 #[test]
 fn diff_of_spin_delay_6000_and_default_shows_the_spin_fall() {
+    let _solo = crate::common::solo();
     if mariadb::skip_reason("profile_mariadb", mariadb::available().err()).is_some() || !perf_ok() {
         return;
     }

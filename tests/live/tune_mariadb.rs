@@ -138,6 +138,7 @@ fn check_doc(doc: &Value) {
 
 #[test]
 fn tune_ranks_candidates_and_restores_6000() {
+    let _solo = crate::common::solo();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start() else { return };
     prepare(&db);
@@ -156,6 +157,7 @@ fn tune_ranks_candidates_and_restores_6000() {
 
 #[test]
 fn tune_apply_leaves_the_winner_set_and_journaled() {
+    let _solo = crate::common::solo();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start() else { return };
     prepare(&db);

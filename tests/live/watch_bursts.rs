@@ -71,6 +71,7 @@ fn hot_row_bursts(db: &MariaDb, conns: usize, n: usize, every_s: f64, ms: u64) -
 
 #[test]
 fn default_triggers_catch_repeated_hot_row_bursts_under_a_background_load() {
+    let _solo = crate::common::solo();
     let name = "default_triggers_catch_repeated_hot_row_bursts";
     if skip_reason(name, available().err()).is_some() {
         return;

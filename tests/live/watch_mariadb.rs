@@ -92,6 +92,7 @@ fn base_args(db: &MariaDb, out: &Path) -> Vec<String> {
 
 #[test]
 fn a_burst_makes_one_capture_with_the_ramp_that_diagnoses_offline() {
+    let _solo = crate::common::solo();
     let Some(db) = server("a_burst_makes_one_capture") else {
         return;
     };
