@@ -19,7 +19,9 @@ pub mod load;
 pub mod meter;
 pub mod profile;
 pub mod progress;
-pub mod proto;
+/// The MySQL classic protocol: its own crate (crates/spinscope-proto), so that Cargo keeps it
+/// free of the rest of spinscope.
+pub use spinscope_proto as proto;
 pub mod report;
 pub mod rt;
 pub mod secret;

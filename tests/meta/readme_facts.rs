@@ -87,6 +87,8 @@ fn test_binaries() -> Vec<String> {
 fn harnesses(deps: &Path) -> Vec<(String, PathBuf)> {
     let mut targets = test_binaries();
     targets.push("spinscope".into());
+    // The workspace crates' unit tests (crates/*): `cargo test --release` runs them too.
+    targets.push("spinscope_proto".into());
     let mut out = Vec::new();
     for t in targets {
         let mut cands: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(deps)

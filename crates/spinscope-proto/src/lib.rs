@@ -1,7 +1,8 @@
 //! The MySQL classic protocol, once, for every part of spinscope that reads or writes it
 //! without the mysql crate: the events load client (`load::wire`) and the packet reader of
-//! `rt` (`rt::proto`). Pure: no I/O, no clock, and no import from the rest of the crate, so
-//! it can move into the future `mysql` layer crate unchanged.
+//! `rt` (`rt::proto`). Pure: no I/O, no clock, and no import from the rest of the crate, and
+//! its own crate (`spinscope-proto`), so Cargo keeps it so; spinscope re-exports it as
+//! `spinscope::proto`.
 //!
 //! - [`packet`]: the packet reader (sequence ids checked, payload size capped, payloads over
 //!   16 MiB joined) and writer, and the length-encoded integers (mysql_common's).
