@@ -51,10 +51,17 @@ impl Reason {
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum Outcome {
     /// A capture fired during the burst (its directory).
-    Captured { capture: String },
+    Captured {
+        capture: String,
+    },
     /// The burst's samples are in this capture (its after window or its history).
-    InCapture { capture: String },
-    Skipped { reason: Reason, why: String },
+    InCapture {
+        capture: String,
+    },
+    Skipped {
+        reason: Reason,
+        why: String,
+    },
 }
 
 /// What the triggers did at a tick.
@@ -479,7 +486,13 @@ mod tests {
     use super::*;
 
     /// A synthetic stream at 100 Hz: `active` from the spans (ms), threads_running 10 inside.
-    fn run(l: &mut Ledger, from_ms: f64, to_ms: f64, spans: &[(f64, f64)], fires: &[(f64, Fire)]) -> Vec<Entry> {
+    fn run(
+        l: &mut Ledger,
+        from_ms: f64,
+        to_ms: f64,
+        spans: &[(f64, f64)],
+        fires: &[(f64, Fire)],
+    ) -> Vec<Entry> {
         let mut out = Vec::new();
         let mut t = from_ms;
         while t <= to_ms {
@@ -510,37 +523,89 @@ mod tests {
         // History 30 s, cooldown 30 s; bursts at 1 s (fires), 8 s (in the after window? no:
         // after is 5 s, so 8 s is after it) and 40 s (after the cooldown, not fired: no_firing).
         let mut l = Ledger::new(30_000.0, 30_000.0);
-        let spans = [(1000.0, 1300.0), (3000.0, 3200.0), (8000.0, 8300.0), (40_000.0, 40_200.0)];
+        let spans = [
+            (1000.0, 1300.0),
+            (3000.0, 3200.0),
+            (8000.0, 8300.0),
+            (40_000.0, 40_200.0),
+        ];
         let mut d = run(&mut l, 0.0, 75_000.0, &spans, &[(1000.0, cap("A", 1000.0))]);
         d.extend(l.finish(75_000.0));
         assert_eq!(d.len(), 4, "{d:?}");
-        assert_eq!(d[0].outcome, Some(Outcome::Captured { capture: "A".into() }));
-        assert_eq!(d[1].outcome, Some(Outcome::InCapture { capture: "A".into() }));
+        assert_eq!(
+            d[0].outcome,
+            Some(Outcome::Captured {
+                capture: "A".into()
+            })
+        );
+        assert_eq!(
+            d[1].outcome,
+            Some(Outcome::InCapture {
+                capture: "A".into()
+            })
+        );
         assert!(matches!(
             d[2].outcome,
-            Some(Outcome::Skipped { reason: Reason::Cooldown, .. })
+            Some(Outcome::Skipped {
+                reason: Reason::Cooldown,
+                ..
+            })
         ));
         assert!(matches!(
             d[3].outcome,
-            Some(Outcome::Skipped { reason: Reason::NoFiring, .. })
+            Some(Outcome::Skipped {
+                reason: Reason::NoFiring,
+                ..
+            })
         ));
         assert_eq!(l.counts.bursts, 4);
-        assert_eq!((l.counts.captured, l.counts.in_capture, l.counts.skipped_total()), (1, 1, 2));
-        assert!((d[0].duration_ms - 300.0).abs() < 11.0, "{}", d[0].duration_ms);
+        assert_eq!(
+            (
+                l.counts.captured,
+                l.counts.in_capture,
+                l.counts.skipped_total()
+            ),
+            (1, 1, 2)
+        );
+        assert!(
+            (d[0].duration_ms - 300.0).abs() < 11.0,
+            "{}",
+            d[0].duration_ms
+        );
         assert_eq!(d[0].peak_threads_running, 10);
     }
 
     #[test]
     fn bursts_in_the_cooldown_are_held_by_a_later_captures_history() {
         let mut l = Ledger::new(30_000.0, 30_000.0);
-        let spans = [(1000.0, 1300.0), (12_000.0, 12_300.0), (20_000.0, 20_300.0), (35_000.0, 35_300.0)];
+        let spans = [
+            (1000.0, 1300.0),
+            (12_000.0, 12_300.0),
+            (20_000.0, 20_300.0),
+            (35_000.0, 35_300.0),
+        ];
         let fires = [(1000.0, cap("A", 1000.0)), (35_000.0, cap("B", 35_000.0))];
         let mut d = run(&mut l, 0.0, 36_000.0, &spans, &fires);
         d.extend(l.finish(36_000.0));
         let by_start = |s: f64| d.iter().find(|e| e.start_ms == s).unwrap().outcome.clone();
-        assert_eq!(by_start(12_000.0), Some(Outcome::InCapture { capture: "B".into() }));
-        assert_eq!(by_start(20_000.0), Some(Outcome::InCapture { capture: "B".into() }));
-        assert_eq!(by_start(35_000.0), Some(Outcome::Captured { capture: "B".into() }));
+        assert_eq!(
+            by_start(12_000.0),
+            Some(Outcome::InCapture {
+                capture: "B".into()
+            })
+        );
+        assert_eq!(
+            by_start(20_000.0),
+            Some(Outcome::InCapture {
+                capture: "B".into()
+            })
+        );
+        assert_eq!(
+            by_start(35_000.0),
+            Some(Outcome::Captured {
+                capture: "B".into()
+            })
+        );
         assert_eq!(l.counts.bursts, 4);
         assert_eq!(l.counts.captured, 2);
     }
@@ -558,7 +623,12 @@ mod tests {
         let mut d = run(&mut l, 0.0, 5000.0, &spans, &fires);
         d.extend(l.finish(5000.0));
         assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(d[0].outcome, Some(Outcome::Captured { capture: "A".into() }));
+        assert_eq!(
+            d[0].outcome,
+            Some(Outcome::Captured {
+                capture: "A".into()
+            })
+        );
         assert!((d[0].duration_ms - 1000.0).abs() < 11.0);
     }
 
@@ -578,12 +648,22 @@ mod tests {
         assert_eq!(d.len(), 2);
         for e in &d {
             assert!(
-                matches!(e.outcome, Some(Outcome::Skipped { reason: Reason::MaxCaptures, .. })),
+                matches!(
+                    e.outcome,
+                    Some(Outcome::Skipped {
+                        reason: Reason::MaxCaptures,
+                        ..
+                    })
+                ),
                 "{e:?}"
             );
         }
         assert_eq!(l.counts.skipped.get("max_captures"), Some(&2));
-        assert!(l.counts.line().contains("2 skipped (2 max_captures)"), "{}", l.counts.line());
+        assert!(
+            l.counts.line().contains("2 skipped (2 max_captures)"),
+            "{}",
+            l.counts.line()
+        );
     }
 
     #[test]
@@ -603,7 +683,10 @@ mod tests {
         assert!(!d3[0].at_first_sample);
         assert!(matches!(
             d3[0].outcome,
-            Some(Outcome::Skipped { reason: Reason::Cooldown, .. })
+            Some(Outcome::Skipped {
+                reason: Reason::Cooldown,
+                ..
+            })
         ));
         assert_eq!(l.counts.bursts, 2);
     }
@@ -611,7 +694,9 @@ mod tests {
     #[test]
     fn memory_stays_bounded_over_many_bursts() {
         let mut l = Ledger::new(1_000.0, 0.0);
-        let spans: Vec<(f64, f64)> = (0..600).map(|k| (k as f64 * 1000.0, k as f64 * 1000.0 + 100.0)).collect();
+        let spans: Vec<(f64, f64)> = (0..600)
+            .map(|k| (k as f64 * 1000.0, k as f64 * 1000.0 + 100.0))
+            .collect();
         let d = run(&mut l, 0.0, 600_000.0, &spans, &[]);
         assert!(d.len() >= 598);
         assert!(l.recent.len() <= RECENT && l.waiting.len() <= 2);

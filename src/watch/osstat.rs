@@ -572,14 +572,21 @@ mod tests {
         assert_eq!(a.disks.len(), 2, "loop0 left out: {:?}", a.disks);
         let s = delta(&a, &b, 1.0, 5000.0);
         // 100 user + 50 system + 50 idle + 10 iowait + 10 softirq + 10 steal = 230 ticks.
-        assert!((s.cpu_pct.user - 100.0 / 230.0 * 100.0).abs() < 0.01, "{:?}", s.cpu_pct);
+        assert!(
+            (s.cpu_pct.user - 100.0 / 230.0 * 100.0).abs() < 0.01,
+            "{:?}",
+            s.cpu_pct
+        );
         assert!((s.cpu_pct.idle - 50.0 / 230.0 * 100.0).abs() < 0.01);
         assert_eq!(s.ctxt_per_s, 4000.0);
         assert_eq!(s.intr_per_s, 2000.0);
         assert_eq!((s.procs_running, s.procs_blocked), (5, 0));
         assert_eq!(s.load1, 0.6);
         assert_eq!(s.mem_kb.available, 4_021_880);
-        assert_eq!((s.pgpgin_per_s, s.pgpgout_per_s, s.pswpout_per_s), (400.0, 800.0, 2.0));
+        assert_eq!(
+            (s.pgpgin_per_s, s.pgpgout_per_s, s.pswpout_per_s),
+            (400.0, 800.0, 2.0)
+        );
         assert_eq!(s.pgmajfault_per_s, 3.0);
         let vda = s.disks.iter().find(|d| d.name == "vda").unwrap();
         assert_eq!((vda.reads_per_s, vda.writes_per_s), (10.0, 100.0));

@@ -11,8 +11,8 @@ use mysql::prelude::Queryable;
 
 use super::capture::{self, CaptureDoc, LogLine, CAPTURE_SCHEMA};
 use super::ledger::{BurstDoc, Entry, Fire, Ledger, Reason};
-use super::osstat::{OsSecond, ProcessList};
 use super::metrics::{CaptureLabel, ServerLabel};
+use super::osstat::{OsSecond, ProcessList};
 use super::rate::{Change, Load, RateControl};
 use super::ring::{to_burst_record, Ring, Sample, NO_PROC};
 use super::trigger::{BurstEvent, Evaluator, Fired, Point, Series};
@@ -99,7 +99,12 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
 /// What the sampler needs, read on the sampling connection itself: version, cores, the
 /// server's pid and port. No probe and no INNODB STATUS stand before the first sample; the rest
 /// ([`learn`]: the spin budget, the journal, the probed host) follows on its own thread.
-fn learn_fast(sh: &Shared, w: &Watched, conn: &mut mysql::Conn, prev: Option<&Info>) -> crate::Result<Info> {
+fn learn_fast(
+    sh: &Shared,
+    w: &Watched,
+    conn: &mut mysql::Conn,
+    prev: Option<&Info>,
+) -> crate::Result<Info> {
     let rows: Vec<(String, Option<String>)> = conn
         .query("SHOW GLOBAL VARIABLES")
         .map_err(|e| crate::Error::runtime(format!("{}: SHOW GLOBAL VARIABLES: {e}", w.name)))?;
@@ -114,7 +119,8 @@ fn learn_fast(sh: &Shared, w: &Watched, conn: &mut mysql::Conn, prev: Option<&In
         h.server_pid = None;
         if let Some((pid, comm)) = vars
             .get("pid_file")
-            .and_then(|pf| crate::server::host::server_pid(pf))
+            .map(String::as_str)
+            .and_then(crate::server::host::server_pid)
         {
             h.server_pid = Some(pid);
             h.server_comm = Some(comm);
@@ -160,6 +166,8 @@ struct Pending {
     start: std::thread::JoinHandle<Start>,
     /// The process list once a second through the after window.
     lists: std::thread::JoinHandle<(Vec<ProcessList>, Option<String>)>,
+    /// The bursts that began in the window, set when the capture is handed to its writer.
+    bursts: Vec<BurstDoc>,
 }
 
 /// What was taken at the trigger.
@@ -332,9 +340,8 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Result<Pending, (Re
     // The process list each second of the after window, on its own connection.
     let (t2, stop2) = (w.target.clone(), Arc::clone(&sh.stop));
     let (zero, after) = (Instant::now(), Duration::from_secs_f64(plan.after_s));
-    let lists = std::thread::spawn(move || {
-        super::osstat::processlists(&t2, zero, zero + after, &stop2)
-    });
+    let lists =
+        std::thread::spawn(move || super::osstat::processlists(&t2, zero, zero + after, &stop2));
     let start = std::thread::spawn(move || {
         let never = AtomicBool::new(false);
         let opts = CollectOpts {
@@ -367,6 +374,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Result<Pending, (Re
         dir,
         start,
         lists,
+        bursts: Vec::new(),
     })
 }
 
@@ -379,7 +387,6 @@ fn finish(
     ring: &Ring,
     cut: Option<String>,
     cpu_ns_per_sample: f64,
-    bursts: Vec<BurstDoc>,
 ) {
     let from = p.fired.t_ms - sh.plan.history_s * 1e3;
     let Pending {
@@ -388,10 +395,13 @@ fn finish(
         dir,
         start,
         lists,
+        bursts,
     } = p;
-    let os = sh.os.as_ref().map_or_else(Vec::new, |o| {
-        o.between(from, until_ms, fired.t_ms)
-    });
+    // This host's statistics belong in the captures of a server on this host only.
+    let os = match sh.os.as_ref().filter(|_| w.target.is_local()) {
+        Some(o) => o.between(from, until_ms, fired.t_ms),
+        None => Vec::new(),
+    };
     let job = CaptureJob {
         sh: Arc::clone(sh),
         name: w.name.clone(),
@@ -909,7 +919,9 @@ struct Watch<'a> {
 pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
     let mut me = Watch::new(sh, w);
     while !sh.stop.load(Ordering::Relaxed) {
-        let Some(mut conn) = me.connect() else { continue };
+        let Some(mut conn) = me.connect() else {
+            continue;
+        };
         if !me.learn_info(&mut conn) {
             continue;
         }
@@ -1048,7 +1060,11 @@ impl<'a> Watch<'a> {
         if self.learning.as_ref().is_some_and(|h| !h.is_finished()) {
             return;
         }
-        let (sh, w, slot) = (Arc::clone(self.sh), self.w.clone(), Arc::clone(&self.probed));
+        let (sh, w, slot) = (
+            Arc::clone(self.sh),
+            self.w.clone(),
+            Arc::clone(&self.probed),
+        );
         let prev = self.info.clone();
         self.learning = std::thread::Builder::new()
             .name(format!("watch-learn-{}", w.name))
@@ -1311,9 +1327,8 @@ impl<'a> Watch<'a> {
         if !self.first_sample_said {
             self.first_sample_said = true;
             log(&format!(
-                "{}: first sample {} after start",
-                self.w.name,
-                crate::units::human(t_ms / 1e3)
+                "{}: first sample {:.0} ms after start",
+                self.w.name, t_ms
             ));
         }
         let fire = self.fire_triggers(&s, inf);
@@ -1334,16 +1349,16 @@ impl<'a> Watch<'a> {
     }
 
     /// A pending capture handed to its writer with the bursts of its window.
-    fn finish_pending(&self, inf: &Info, p: Pending, cut: Option<String>) {
+    fn finish_pending(&self, inf: &Info, mut p: Pending, cut: Option<String>) {
         let from = p.fired.t_ms - self.sh.plan.history_s * 1e3;
-        let bursts = self
+        p.bursts = self
             .ledger
             .within(from, p.until_ms)
             .iter()
             .map(|e| self.burst_doc(e))
             .collect();
         let cpu = self.carry.cpu_ns_per_sample();
-        finish(self.sh, &self.w, inf, p, &self.ring, cut, cpu, bursts);
+        finish(self.sh, &self.w, inf, p, &self.ring, cut, cpu);
     }
 
     /// A burst's document, its start on the server's clock.

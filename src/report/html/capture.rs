@@ -185,16 +185,26 @@ impl Kind for WatchLog {
         if !bursts.is_empty() {
             blocks.push(Block::Para(format!("Every burst: {counts}.")));
             blocks.push(Block::Table(
-                ["start (server clock)", "duration ms", "peak Threads_running", "peak running", "outcome"]
-                    .map(String::from)
-                    .to_vec(),
+                [
+                    "start (server clock)",
+                    "duration ms",
+                    "peak Threads_running",
+                    "peak running",
+                    "outcome",
+                ]
+                .map(String::from)
+                .to_vec(),
                 bursts
                     .iter()
                     .map(|b| {
                         let what = match b["outcome"].as_str() {
                             Some("captured") => format!("captured: {}", cell(&b["capture"])),
-                            Some("in_capture") => format!("in the window of {}", cell(&b["capture"])),
-                            Some("skipped") => format!("skipped ({}): {}", cell(&b["reason"]), cell(&b["why"])),
+                            Some("in_capture") => {
+                                format!("in the window of {}", cell(&b["capture"]))
+                            }
+                            Some("skipped") => {
+                                format!("skipped ({}): {}", cell(&b["reason"]), cell(&b["why"]))
+                            }
                             _ => cell(&b["outcome"]),
                         };
                         vec![
@@ -268,9 +278,8 @@ fn burst_counts(all: &[Value], bursts: &[&Value]) -> String {
         }
     }
     let skipped: u64 = why.values().sum();
-    let mut s = format!(
-        "{n} burst(s): {cap} captured, {inw} in a capture's window, {skipped} skipped"
-    );
+    let mut s =
+        format!("{n} burst(s): {cap} captured, {inw} in a capture's window, {skipped} skipped");
     if skipped > 0 {
         let v: Vec<String> = why.iter().map(|(k, v)| format!("{v} {k}")).collect();
         s.push_str(&format!(" ({})", v.join(", ")));
@@ -284,7 +293,10 @@ fn burst_counts(all: &[Value], bursts: &[&Value]) -> String {
 /// This host's seconds through a capture's window: one row each (vmstat, mpstat, the busiest
 /// device of iostat -x).
 fn os_table(os: &[Value]) -> Block {
-    let f = |v: &Value| v.as_f64().map_or_else(|| "-".to_string(), |x| format!("{x:.1}"));
+    let f = |v: &Value| {
+        v.as_f64()
+            .map_or_else(|| "-".to_string(), |x| format!("{x:.1}"))
+    };
     let rows = os
         .iter()
         .map(|s| {
@@ -293,6 +305,7 @@ fn os_table(os: &[Value]) -> Block {
             vec![
                 cell(&s["t_ms"]),
                 f(&c["user"]),
+                f(&c["nice"]),
                 f(&c["system"]),
                 f(&c["iowait"]),
                 f(&c["steal"]),
@@ -324,6 +337,7 @@ fn os_table(os: &[Value]) -> Block {
         [
             "ms from trigger",
             "user %",
+            "nice %",
             "sys %",
             "iowait %",
             "steal %",
@@ -383,9 +397,14 @@ fn processlist_table(lists: &[Value]) -> Block {
         })
         .collect();
     Block::Table(
-        ["ms from trigger", "busy / sessions", "states", "longest statement"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "ms from trigger",
+            "busy / sessions",
+            "states",
+            "longest statement",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     )
 }
@@ -418,11 +437,19 @@ mod tests {
         let s = WatchLog.section(&doc, "watch.log").unwrap();
         let want = "3 burst(s): 1 captured, 1 in a capture's window, 1 skipped (1 cooldown)";
         assert!(s.summary[0].1.contains(want), "{:?}", s.summary);
-        assert!(s.summary[0].1.contains("1 trigger events"), "{:?}", s.summary);
+        assert!(
+            s.summary[0].1.contains("1 trigger events"),
+            "{:?}",
+            s.summary
+        );
         let t = tables(&s);
         assert_eq!(t.len(), 2);
         assert_eq!(t[1].1.len(), 3);
-        assert!(t[1].1[2][4].starts_with("skipped (cooldown)"), "{:?}", t[1].1);
+        assert!(
+            t[1].1[2][4].starts_with("skipped (cooldown)"),
+            "{:?}",
+            t[1].1
+        );
         assert_eq!(s.server.as_deref(), Some("db1"));
     }
 
@@ -443,11 +470,18 @@ mod tests {
         });
         let s = Capture.section(&doc, "capture.json").unwrap();
         let t = tables(&s);
-        let os = t.iter().find(|(h, _)| h.contains(&"busiest disk".to_string())).unwrap();
+        let os = t
+            .iter()
+            .find(|(h, _)| h.contains(&"busiest disk".to_string()))
+            .unwrap();
         assert_eq!(os.1[0][1], "40.0");
-        assert_eq!(os.1[0][10], "2048");
-        assert_eq!(os.1[0][13], "vda 12% r1 w30/s");
-        let pl = t.iter().find(|(h, _)| h.contains(&"longest statement".to_string())).unwrap();
+        assert_eq!(os.1[0][2], "-", "no nice field: a dash");
+        assert_eq!(os.1[0][11], "2048");
+        assert_eq!(os.1[0][14], "vda 12% r1 w30/s");
+        let pl = t
+            .iter()
+            .find(|(h, _)| h.contains(&"longest statement".to_string()))
+            .unwrap();
         assert_eq!(pl.1[0][1], "2 / 3");
         assert_eq!(pl.1[0][2], "Updating x2");
         assert!(
