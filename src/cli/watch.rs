@@ -42,7 +42,10 @@ series after half a minute) or --max-captures is reached.
 Each capture is a directory with doctor-snapshot.json (read by doctor --snapshot DIR), capture.json
 (every sample from --history before to --after after the trigger), processlist.tsv,
 innodb-status-after.txt, host-facts.json and, when local and perf is permitted, perf-script.txt
-(read by profile --perf-script); watch.log gets one JSON line per capture. SIGINT/SIGTERM stop
+(read by profile --perf-script); capture.json also holds this host's /proc statistics each second
+of the window and the process list each second of the after window. watch.log gets one JSON line
+per capture, one per burst (captured, in a capture's window, or skipped and why) and each
+server's burst counts at the end; the final line counts the bursts by outcome. SIGINT/SIGTERM stop
 watch after finishing a capture in progress (exit 0). Needs PROCESS for INNODB STATUS and the
 full processlist.";
 
@@ -240,7 +243,8 @@ pub fn run(a: WatchArgs) -> Result<i32> {
     let stop = crate::interrupt::install()?;
     let s = watch::run(p, stop)?;
     println!(
-        "spinscope watch: {} capture(s) in {} ({} skipped{}) over {:.0} s",
+        "spinscope watch: {}; {} capture(s) in {} ({} trigger firing(s) skipped{}) over {:.0} s",
+        s.bursts.line(),
         s.captures,
         out.display(),
         s.skipped,

@@ -109,14 +109,30 @@ pub struct CaptureDoc {
     pub samples: Vec<CapturePoint>,
     pub files: Vec<String>,
     pub notes: Vec<String>,
+    /// The bursts that began in this capture's window, each with what became of it so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bursts: Vec<super::ledger::BurstDoc>,
+    /// The host's statistics once a second through the window (local servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub os_seconds: Vec<super::osstat::OsSecond>,
+    /// The server's process list once a second from the trigger to the end of the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processlists: Vec<super::osstat::ProcessList>,
 }
 
-/// One line of `watch.log`.
+/// One line of `watch.log`: a trigger event (`trigger` with `dir` or `skipped`), a burst
+/// (`burst`: every burst, with what became of it) or a server's burst counts when watch stops
+/// (`bursts`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogLine {
     pub time: String,
     pub server: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub trigger: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<super::ledger::BurstDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bursts: Option<super::ledger::Counts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,9 @@
 //! of 64 bytes, plus one capture's copy while it is written; nothing grows with the run time.
 
 pub mod capture;
+pub mod ledger;
 pub mod metrics;
+pub mod osstat;
 pub mod rate;
 pub mod ring;
 pub mod rt_feed;
@@ -64,6 +66,8 @@ pub struct Summary {
     /// Captures whose files could not be written (removed, not counted).
     pub failed: u64,
     pub seconds: f64,
+    /// Every burst of every server by what became of it.
+    pub bursts: ledger::Counts,
 }
 
 /// State the server threads share.
@@ -74,6 +78,10 @@ pub struct Shared {
     pub captures: AtomicU64,
     pub skipped: AtomicU64,
     pub failed: AtomicU64,
+    /// Each server's burst counts, added when its thread ends.
+    pub bursts: Mutex<ledger::Counts>,
+    /// This host's statistics once a second (when a server is local).
+    pub os: Option<osstat::OsStats>,
     /// Servers that have connected at least once (the start-up's "k of N servers up").
     pub up_once: AtomicU64,
     /// Capture writers still running; joined before `run` returns.
@@ -151,7 +159,30 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
         log(&format!("metrics at http://{bound}/metrics"));
         http = Some(h);
     }
+    let t0 = Instant::now();
+    let t0_unix_ms = unix_ms_now();
+    // This host's statistics for the captures of local servers, on their own thread at 1 Hz.
+    let mut os_thread = None;
+    let os = if plan.servers.iter().any(|w| w.target.is_local()) {
+        let os_stop = Arc::clone(&stop);
+        match osstat::OsStats::start(plan.history_s + plan.after_s + 1.0, os_stop, move || {
+            t0.elapsed().as_secs_f64() * 1e3
+        }) {
+            Ok((o, h)) => {
+                os_thread = Some(h);
+                Some(o)
+            }
+            Err(e) => {
+                log(&format!("warning: no OS statistics in captures ({e})"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let shared = Arc::new(Shared {
+        bursts: Mutex::new(ledger::Counts::default()),
+        os,
         metrics: m,
         stop: Arc::clone(&stop),
         captures: AtomicU64::new(0),
@@ -159,8 +190,8 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
         failed: AtomicU64::new(0),
         up_once: AtomicU64::new(0),
         writers: Mutex::new(Vec::new()),
-        t0: Instant::now(),
-        t0_unix_ms: unix_ms_now(),
+        t0,
+        t0_unix_ms,
         plan,
     });
     log(&format!(
@@ -207,7 +238,17 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
     if let Some(h) = http {
         let _ = h.join();
     }
+    if let Some(h) = os_thread {
+        let _ = h.join();
+    }
+    if let Some(o) = &shared.os {
+        let (n, us) = o.cost();
+        log(&format!(
+            "OS statistics: {n} reading(s), {us:.0} us of CPU each"
+        ));
+    }
     Ok(Summary {
+        bursts: shared.bursts.lock().map(|b| b.clone()).unwrap_or_default(),
         captures: shared.captures.load(Ordering::SeqCst),
         skipped: shared.skipped.load(Ordering::SeqCst),
         failed: shared.failed.load(Ordering::SeqCst),

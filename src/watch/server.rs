@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use mysql::prelude::Queryable;
 
 use super::capture::{self, CaptureDoc, LogLine, CAPTURE_SCHEMA};
+use super::ledger::{BurstDoc, Entry, Fire, Ledger, Reason};
 use super::metrics::{CaptureLabel, ServerLabel};
+use super::osstat::{OsSecond, ProcessList};
 use super::rate::{Change, Load, RateControl};
 use super::ring::{to_burst_record, Ring, Sample, NO_PROC};
-use super::trigger::{BurstEvent, Bursts, Evaluator, Fired, Point, Series};
+use super::trigger::{BurstEvent, Evaluator, Fired, Point, Series};
 use super::{log, utc, Shared, Watched};
 use crate::server::collect::{collect, BurstPlan, BurstSampler, CollectOpts};
 use crate::server::conn::{connect_target, Target};
@@ -80,14 +82,8 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
     let cores = match (facts.cores, sh.plan.cores) {
         (_, Some(c)) => c,
         (Some(c), None) => c,
-        (None, None) => {
-            let c = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
-            log(&format!(
-                "{}: its host's cores are unknown (not local); 'cores' in triggers means {c} (this machine's); set --cores",
-                w.name
-            ));
-            c
-        }
+        // Said by learn_fast.
+        (None, None) => std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
     };
     let host = facts.snap.host.clone();
     Ok(Info {
@@ -100,12 +96,78 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
     })
 }
 
+/// What the sampler needs, read on the sampling connection itself: version, cores, the
+/// server's pid and port. No probe and no INNODB STATUS stand before the first sample; the rest
+/// ([`learn`]: the spin budget, the journal, the probed host) follows on its own thread.
+fn learn_fast(
+    sh: &Shared,
+    w: &Watched,
+    conn: &mut mysql::Conn,
+    prev: Option<&Info>,
+) -> crate::Result<Info> {
+    let rows: Vec<(String, Option<String>)> = conn
+        .query("SHOW GLOBAL VARIABLES")
+        .map_err(|e| crate::Error::runtime(format!("{}: SHOW GLOBAL VARIABLES: {e}", w.name)))?;
+    let vars: std::collections::BTreeMap<String, String> = rows
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.unwrap_or_default()))
+        .collect();
+    let host = if w.target.is_local() {
+        let mut h = prev
+            .and_then(|p| p.host.clone())
+            .unwrap_or_else(crate::server::host::local_static);
+        h.server_pid = None;
+        if let Some((pid, comm)) = vars
+            .get("pid_file")
+            .map(String::as_str)
+            .and_then(crate::server::host::server_pid)
+        {
+            h.server_pid = Some(pid);
+            h.server_comm = Some(comm);
+        }
+        Some(h)
+    } else {
+        prev.and_then(|p| p.host.clone())
+    };
+    let host_cores = host
+        .as_ref()
+        .filter(|_| w.target.is_local())
+        .and_then(|h| h.online_cpus)
+        .map(f64::from);
+    let cores = match (host_cores, sh.plan.cores) {
+        (_, Some(c)) => c,
+        (Some(c), None) => c,
+        (None, None) => {
+            let c = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+            if prev.is_none() {
+                log(&format!(
+                    "{}: its host's cores are unknown (not local); 'cores' in triggers means {c} (this machine's); set --cores",
+                    w.name
+                ));
+            }
+            c
+        }
+    };
+    Ok(Info {
+        cores,
+        pid: host.as_ref().and_then(|h| h.server_pid),
+        host,
+        version: vars.get("version").cloned().unwrap_or_default(),
+        proc: None,
+        port: Some(crate::server::rt_window::server_port(&vars)),
+    })
+}
+
 /// A capture whose after window is still running.
 struct Pending {
     fired: Fired,
     until_ms: f64,
     dir: PathBuf,
     start: std::thread::JoinHandle<Start>,
+    /// The process list once a second through the after window.
+    lists: std::thread::JoinHandle<(Vec<ProcessList>, Option<String>)>,
+    /// The bursts that began in the window, set when the capture is handed to its writer.
+    bursts: Vec<BurstDoc>,
 }
 
 /// What was taken at the trigger.
@@ -197,7 +259,7 @@ fn perf_record(pid: u32, seconds: f64, path: PathBuf) -> Result<PathBuf, String>
     })
 }
 
-fn skip(sh: &Shared, w: &Watched, f: &Fired, why: String) {
+fn skip(sh: &Shared, w: &Watched, f: &Fired, reason: Reason, why: String) -> (Reason, String) {
     sh.skipped.fetch_add(1, Ordering::SeqCst);
     log(&format!(
         "{}: trigger '{}' fired but {why}",
@@ -211,30 +273,33 @@ fn skip(sh: &Shared, w: &Watched, f: &Fired, why: String) {
             trigger: f.trigger.clone(),
             dir: None,
             peaks: None,
-            skipped: Some(why),
+            skipped: Some(why.clone()),
+            burst: None,
+            bursts: None,
         },
     );
+    (reason, why)
 }
 
-fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
+/// Start a capture, or say why not.
+fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Result<Pending, (Reason, String)> {
     let plan = &sh.plan;
     if sh.captures.fetch_add(1, Ordering::SeqCst) >= plan.max_captures {
         sh.captures.fetch_sub(1, Ordering::SeqCst);
-        skip(
+        return Err(skip(
             sh,
             w,
             &f,
+            Reason::MaxCaptures,
             format!(
                 "--max-captures {} is reached; capture skipped",
                 plan.max_captures
             ),
-        );
-        return None;
+        ));
     }
     if let Some(why) = capture::disk_refusal(&plan.out_dir, plan.min_free_bytes) {
         sh.captures.fetch_sub(1, Ordering::SeqCst);
-        skip(sh, w, &f, why);
-        return None;
+        return Err(skip(sh, w, &f, Reason::DiskLimit, why));
     }
     let dir = plan
         .out_dir
@@ -250,13 +315,13 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
     if let Err(e) = made {
         sh.captures.fetch_sub(1, Ordering::SeqCst);
         let _ = std::fs::remove_dir_all(&dir);
-        skip(
+        return Err(skip(
             sh,
             w,
             &f,
+            Reason::CaptureFailed,
             format!("{} cannot be created ({e})", dir.display()),
-        );
-        return None;
+        ));
     }
     log(&format!(
         "{}: trigger '{}' fired ({} {} against {}, held {:.0} ms); capturing into {}",
@@ -272,6 +337,11 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
     let profile_s = plan.profile_seconds;
     let local = w.target.is_local();
     let perf_path = dir.join("perf-script.txt");
+    // The process list each second of the after window, on its own connection.
+    let (t2, stop2) = (w.target.clone(), Arc::clone(&sh.stop));
+    let (zero, after) = (Instant::now(), Duration::from_secs_f64(plan.after_s));
+    let lists =
+        std::thread::spawn(move || super::osstat::processlists(&t2, zero, zero + after, &stop2));
     let start = std::thread::spawn(move || {
         let never = AtomicBool::new(false);
         let opts = CollectOpts {
@@ -298,11 +368,13 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Option<Pending> {
             perf,
         }
     });
-    Some(Pending {
+    Ok(Pending {
         until_ms: f.t_ms + plan.after_s * 1e3,
         fired: f,
         dir,
         start,
+        lists,
+        bursts: Vec::new(),
     })
 }
 
@@ -322,7 +394,14 @@ fn finish(
         until_ms,
         dir,
         start,
+        lists,
+        bursts,
     } = p;
+    // This host's statistics belong in the captures of a server on this host only.
+    let os = match sh.os.as_ref().filter(|_| w.target.is_local()) {
+        Some(o) => o.between(from, until_ms, fired.t_ms),
+        None => Vec::new(),
+    };
     let job = CaptureJob {
         sh: Arc::clone(sh),
         name: w.name.clone(),
@@ -334,6 +413,8 @@ fn finish(
         cpu_ns_per_sample,
         fired,
         dir,
+        bursts,
+        os,
     };
     let writer = std::thread::spawn(move || {
         let out = Outcome {
@@ -343,7 +424,10 @@ fn finish(
         };
         let start = start.join();
         let second = innodb_status(&job.target);
-        job.write(start, second, out);
+        let lists = lists
+            .join()
+            .unwrap_or_else(|_| (Vec::new(), Some("the process-list thread failed".into())));
+        job.write(start, second, lists, out);
     });
     if let Ok(mut v) = sh.writers.lock() {
         v.push(writer);
@@ -364,6 +448,10 @@ struct CaptureJob {
     /// From `--history` before the trigger to the end of the after window (or the cut).
     samples: Vec<Sample>,
     cpu_ns_per_sample: f64,
+    /// The bursts that began in the window (watch.log has what became of each).
+    bursts: Vec<BurstDoc>,
+    /// This host's seconds through the window (local servers).
+    os: Vec<OsSecond>,
 }
 
 /// A capture's files so far, its notes, and the first failure that voids it: a file the
@@ -381,6 +469,7 @@ impl CaptureJob {
         &self,
         start: std::thread::Result<Start>,
         second: Result<String, String>,
+        lists: (Vec<ProcessList>, Option<String>),
         mut out: Outcome,
     ) {
         let plan = &self.sh.plan;
@@ -392,6 +481,9 @@ impl CaptureJob {
             Err(_) => out.notes.push("the snapshot thread failed".into()),
         }
         self.save_second_status(second, &mut out);
+        if let Some(e) = &lists.1 {
+            out.notes.push(format!("process list each second: {e}"));
+        }
         let peaks = capture::peaks(&self.samples);
         let before = self
             .samples
@@ -403,7 +495,8 @@ impl CaptureJob {
             notes,
             mut failed,
         } = out;
-        let doc = self.doc(peaks.clone(), before, files, notes);
+        let mut doc = self.doc(peaks.clone(), before, files, notes);
+        doc.processlists = lists.0;
         if failed.is_none() {
             if let Err(e) = crate::files::save_json(&doc, &self.dir.join("capture.json")) {
                 failed = Some(format!("capture.json: {e}"));
@@ -513,6 +606,9 @@ impl CaptureJob {
             files,
             notes,
             trigger: self.fired.clone(),
+            bursts: self.bursts.clone(),
+            os_seconds: self.os.clone(),
+            processlists: Vec::new(),
         }
     }
 
@@ -543,6 +639,8 @@ impl CaptureJob {
                 dir: None,
                 peaks: None,
                 skipped: Some(format!("capture failed: {why}")),
+                burst: None,
+                bursts: None,
             },
         );
     }
@@ -566,6 +664,8 @@ impl CaptureJob {
             dir: Some(dir.display().to_string()),
             peaks: Some(peaks.clone()),
             skipped: None,
+            burst: None,
+            bursts: None,
         };
         if let Err(e) = capture::append_log(&plan.out_dir, &line) {
             log(&format!("{name}: {e}"));
@@ -765,6 +865,17 @@ fn journal_open(conn: &mut mysql::Conn, t: &Target) -> Option<usize> {
     Some(crate::journal::records_for(conn, &id).len())
 }
 
+/// The server's clock minus watch's, ms (the midpoint of the query's round trip).
+fn server_offset_ms(sh: &Shared, conn: &mut mysql::Conn) -> Option<f64> {
+    let t0 = sh.now_ms();
+    let v: Option<f64> = conn
+        .query_first("SELECT UNIX_TIMESTAMP(NOW(6)) * 1000")
+        .ok()
+        .flatten();
+    let t1 = sh.now_ms();
+    v.map(|server_ms| server_ms - sh.unix_ms((t0 + t1) / 2.0))
+}
+
 /// One connection's sampler: its rt capture, /proc series and session (dropped in that order).
 struct Session {
     rt: Option<super::rt_feed::RtFeed>,
@@ -783,7 +894,14 @@ struct Watch<'a> {
     ring: Ring,
     evals: Vec<Evaluator>,
     rc: RateControl,
-    bursts: Bursts,
+    /// Every burst and what became of it.
+    ledger: Ledger,
+    /// The learning thread ([`Watch::learn_slow`]) and what it probed.
+    learning: Option<std::thread::JoinHandle<()>>,
+    probed: Arc<std::sync::Mutex<Option<HostFacts>>>,
+    /// The server's clock minus watch's (ms), read at each connection.
+    server_offset_ms: f64,
+    first_sample_said: bool,
     journal_at: Option<Instant>,
     info: Option<Info>,
     wants_rt: bool,
@@ -801,8 +919,10 @@ struct Watch<'a> {
 pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
     let mut me = Watch::new(sh, w);
     while !sh.stop.load(Ordering::Relaxed) {
-        let Some(conn) = me.connect() else { continue };
-        if !me.learn_info() {
+        let Some(mut conn) = me.connect() else {
+            continue;
+        };
+        if !me.learn_info(&mut conn) {
             continue;
         }
         let Some(mut s) = me.open_session(conn) else {
@@ -846,7 +966,17 @@ impl<'a> Watch<'a> {
             ring,
             evals,
             rc: RateControl::new(plan.hz),
-            bursts: Bursts::default(),
+            ledger: Ledger::new(
+                plan.history_s * 1e3,
+                plan.triggers
+                    .iter()
+                    .map(|t| t.cooldown_ms.unwrap_or(plan.cooldown_s * 1e3))
+                    .fold(0.0, f64::max),
+            ),
+            server_offset_ms: 0.0,
+            first_sample_said: false,
+            learning: None,
+            probed: Arc::new(std::sync::Mutex::new(None)),
             journal_at: None,
             info: None,
             wants_rt: plan.triggers.iter().any(|t| t.series.is_rt()),
@@ -894,10 +1024,11 @@ impl<'a> Watch<'a> {
     }
 
     /// Learn (again) what the server is; false, after the back-off, while it was never learnt.
-    fn learn_info(&mut self) -> bool {
+    fn learn_info(&mut self, conn: &mut mysql::Conn) -> bool {
+        self.learn_slow();
         let sh = self.sh;
         let w = &self.w;
-        match learn(sh, w, self.info.as_ref()) {
+        match learn_fast(sh, w, conn, self.info.as_ref()) {
             Ok(i) => {
                 if self.info.is_none() {
                     let k = sh.up_once.fetch_add(1, Ordering::Relaxed) + 1;
@@ -923,6 +1054,47 @@ impl<'a> Watch<'a> {
         self.info.is_some()
     }
 
+    /// The spin budget, the journal's warnings and the probed host, on their own thread (the
+    /// first time a probe of this host may take seconds); one at a time.
+    fn learn_slow(&mut self) {
+        if self.learning.as_ref().is_some_and(|h| !h.is_finished()) {
+            return;
+        }
+        let (sh, w, slot) = (
+            Arc::clone(self.sh),
+            self.w.clone(),
+            Arc::clone(&self.probed),
+        );
+        let prev = self.info.clone();
+        self.learning = std::thread::Builder::new()
+            .name(format!("watch-learn-{}", w.name))
+            .spawn(move || match learn(&sh, &w, prev.as_ref()) {
+                Ok(i) => {
+                    if let (Some(h), Ok(mut g)) = (i.host, slot.lock()) {
+                        *g = Some(h);
+                    }
+                }
+                Err(e) => log(&format!(
+                    "{}: the spin budget and journal not read ({e}); sampling goes on",
+                    w.name
+                )),
+            })
+            .ok();
+    }
+
+    /// The probed host facts once the learning thread has them (captures' snapshots use them
+    /// instead of probing again).
+    fn take_probed(&mut self, inf: &mut Info) {
+        let h = self.probed.lock().ok().and_then(|mut g| g.take());
+        if let Some(mut h) = h {
+            h.server_pid = inf.pid;
+            inf.host = Some(h.clone());
+            if let Some(i) = self.info.as_mut() {
+                i.host = Some(h);
+            }
+        }
+    }
+
     /// The sampler on a fresh connection, the rates reset and the rt feed started; None when
     /// the server is still unknown.
     fn open_session(&mut self, mut conn: mysql::Conn) -> Option<Session> {
@@ -931,6 +1103,8 @@ impl<'a> Watch<'a> {
         self.say_proc(&sampler, sql_target);
         let inf = self.info.clone()?;
         self.reconnected(&inf);
+        self.server_offset_ms = server_offset_ms(self.sh, &mut conn).unwrap_or(0.0);
+        self.ledger.session_started();
         let rt = self
             .wants_rt
             .then(|| rt_feed(self.sh, &self.w, &inf, &mut conn, &mut self.rt_said))
@@ -1046,6 +1220,7 @@ impl<'a> Watch<'a> {
     fn round(&mut self, s: &mut Session) -> Option<String> {
         let sh = self.sh;
         let (plan, m) = (&sh.plan, &sh.metrics);
+        self.take_probed(&mut s.inf);
         self.read_journal(&mut s.conn);
         let server_cpu0 = s
             .inf
@@ -1149,12 +1324,53 @@ impl<'a> Watch<'a> {
                 .get_or_create(&self.label)
                 .observe(s.threads_running as f64);
         }
-        self.fire_triggers(&s, inf);
+        if !self.first_sample_said {
+            self.first_sample_said = true;
+            log(&format!(
+                "{}: first sample {:.0} ms after start",
+                self.w.name, t_ms
+            ));
+        }
+        let fire = self.fire_triggers(&s, inf);
         // Every burst counts, whatever the cooldowns and capture limits say.
-        match self
-            .bursts
-            .step(t_ms, self.evals.iter().any(Evaluator::holding))
-        {
+        let step = self.ledger.step(
+            t_ms,
+            self.evals.iter().any(Evaluator::holding),
+            (!held).then_some(s.threads_running),
+            (s.running != NO_PROC).then_some(s.running),
+            fire,
+        );
+        self.burst_step(step);
+        if self.pending.as_ref().is_some_and(|p| t_ms >= p.until_ms) {
+            if let Some(p) = self.pending.take() {
+                self.finish_pending(inf, p, None);
+            }
+        }
+    }
+
+    /// A pending capture handed to its writer with the bursts of its window.
+    fn finish_pending(&self, inf: &Info, mut p: Pending, cut: Option<String>) {
+        let from = p.fired.t_ms - self.sh.plan.history_s * 1e3;
+        p.bursts = self
+            .ledger
+            .within(from, p.until_ms)
+            .iter()
+            .map(|e| self.burst_doc(e))
+            .collect();
+        let cpu = self.carry.cpu_ns_per_sample();
+        finish(self.sh, &self.w, inf, p, &self.ring, cut, cpu);
+    }
+
+    /// A burst's document, its start on the server's clock.
+    fn burst_doc(&self, e: &Entry) -> BurstDoc {
+        let (sh, off) = (self.sh, self.server_offset_ms);
+        e.doc(|t| sh.unix_ms(t) + off)
+    }
+
+    /// A burst started or ended (the metrics), and the bursts decided (stderr and watch.log).
+    fn burst_step(&self, step: super::ledger::Step) {
+        let m = &self.sh.metrics;
+        match step.event {
             Some(BurstEvent::Started) => {
                 m.bursts.get_or_create(&self.label).inc();
             }
@@ -1165,20 +1381,51 @@ impl<'a> Watch<'a> {
             }
             None => {}
         }
-        if self.pending.as_ref().is_some_and(|p| t_ms >= p.until_ms) {
-            if let Some(p) = self.pending.take() {
-                let cpu = self.carry.cpu_ns_per_sample();
-                finish(sh, &self.w, inf, p, &self.ring, None, cpu);
-            }
+        for e in &step.decided {
+            let d = self.burst_doc(e);
+            let what = match (&d.capture, &d.why) {
+                (Some(c), _) if d.outcome == "captured" => format!("captured in {c}"),
+                (Some(c), _) => format!("in the window of capture {c}"),
+                (_, Some(why)) => format!("skipped: {why}"),
+                _ => d.outcome.clone(),
+            };
+            log(&format!(
+                "{}: burst at {}{}, {:.0} ms, peak Threads_running {}{}: {what}",
+                self.w.name,
+                d.start,
+                if d.at_first_sample {
+                    " (going on at the first sample)"
+                } else {
+                    ""
+                },
+                d.duration_ms,
+                d.peak_threads_running,
+                d.peak_running
+                    .map_or(String::new(), |r| format!(", running {r}"))
+            ));
+            let _ = capture::append_log(
+                &self.sh.plan.out_dir,
+                &LogLine {
+                    time: d.start.clone(),
+                    server: self.w.name.clone(),
+                    trigger: String::new(),
+                    dir: None,
+                    peaks: None,
+                    skipped: None,
+                    burst: Some(d),
+                    bursts: None,
+                },
+            );
         }
     }
 
     /// Each trigger fed the sample; one that fires starts a capture unless one is running. A
     /// capture starts the cooldown of every trigger of the server: the default triggers are two
     /// views (SQL and /proc) of one pile-up, and one capture per cooldown is what is wanted.
-    fn fire_triggers(&mut self, s: &Sample, inf: &Info) {
+    fn fire_triggers(&mut self, s: &Sample, inf: &Info) -> Option<Fire> {
         let sh = self.sh;
         let mut began = None;
+        let mut fire = None;
         for ev in self.evals.iter_mut() {
             let series = ev.trigger.series;
             if !s.has(series) {
@@ -1195,11 +1442,24 @@ impl<'a> Watch<'a> {
                         "{}: trigger '{}' fired during the capture of '{}'; that capture covers it",
                         self.w.name, f.trigger, p.fired.trigger
                     ));
+                    if fire.is_none() {
+                        fire = Some(Fire::DuringCapture {
+                            dir: p.dir.display().to_string(),
+                        });
+                    }
                 } else {
                     let t_ms = f.t_ms;
-                    self.pending = begin(sh, &self.w, inf, f);
-                    if self.pending.is_some() {
-                        began = Some(t_ms);
+                    match begin(sh, &self.w, inf, f) {
+                        Ok(p) => {
+                            began = Some(t_ms);
+                            fire = Some(Fire::Captured {
+                                dir: p.dir.display().to_string(),
+                                from_ms: t_ms - sh.plan.history_s * 1e3,
+                                to_ms: p.until_ms,
+                            });
+                            self.pending = Some(p);
+                        }
+                        Err((reason, why)) => fire = Some(Fire::Refused { reason, why }),
                     }
                 }
             }
@@ -1209,6 +1469,7 @@ impl<'a> Watch<'a> {
                 ev.quiet_from(t_ms);
             }
         }
+        fire
     }
 
     /// The ring's rates, gaps and recent maxima over the last 10 s.
@@ -1298,6 +1559,8 @@ impl<'a> Watch<'a> {
     fn session_ended(&mut self, lost: Option<String>, inf: &Info) {
         let sh = self.sh;
         sh.metrics.up.get_or_create(&self.label).set(0);
+        let step = self.ledger.session_ended(sh.now_ms());
+        self.burst_step(step);
         if let Some(why) = lost {
             log(&format!(
                 "{}: connection lost ({why}); reconnecting",
@@ -1309,8 +1572,7 @@ impl<'a> Watch<'a> {
                     "the connection was lost {:.0} ms after the trigger; the after window is cut short",
                     sh.now_ms() - p.fired.t_ms
                 );
-                let cpu = self.carry.cpu_ns_per_sample();
-                finish(sh, &self.w, inf, p, &self.ring, Some(cut), cpu);
+                self.finish_pending(inf, p, Some(cut));
             }
         }
     }
@@ -1318,20 +1580,36 @@ impl<'a> Watch<'a> {
     /// watch stops: a capture still in its after window is written with what it has.
     fn stopped(mut self) {
         let sh = self.sh;
+        let now = sh.now_ms();
+        let decided = self.ledger.finish(now);
+        self.burst_step(super::ledger::Step {
+            event: None,
+            decided,
+        });
         if let (Some(p), Some(inf)) = (self.pending.take(), self.info.as_ref()) {
             let cut = format!(
                 "watch was stopped {:.0} ms after the trigger; the after window is cut short",
-                sh.now_ms() - p.fired.t_ms
+                now - p.fired.t_ms
             );
-            finish(
-                sh,
-                &self.w,
-                inf,
-                p,
-                &self.ring,
-                Some(cut),
-                self.carry.cpu_ns_per_sample(),
-            );
+            self.finish_pending(inf, p, Some(cut));
+        }
+        let counts = self.ledger.counts.clone();
+        log(&format!("{}: {}", self.w.name, counts.line()));
+        let _ = capture::append_log(
+            &sh.plan.out_dir,
+            &LogLine {
+                time: utc(sh.unix_ms(now) + self.server_offset_ms),
+                server: self.w.name.clone(),
+                trigger: String::new(),
+                dir: None,
+                peaks: None,
+                skipped: None,
+                burst: None,
+                bursts: Some(counts.clone()),
+            },
+        );
+        if let Ok(mut b) = sh.bursts.lock() {
+            b.merge(&counts);
         }
     }
 }

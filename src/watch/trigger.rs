@@ -535,6 +535,11 @@ impl Bursts {
         }
     }
 
+    /// End a burst in progress now (the connection ended): its duration.
+    pub fn end(&mut self) -> Option<f64> {
+        self.from.take().map(|f| self.last_active_ms - f)
+    }
+
     /// Whether a burst is in progress.
     pub fn active(&self) -> bool {
         self.from.is_some()

@@ -212,8 +212,31 @@ fn a_burst_makes_one_capture_with_the_ramp_that_diagnoses_offline() {
         assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
     }
     let log = std::fs::read_to_string(out.join("watch.log")).unwrap();
-    assert_eq!(log.lines().count(), 1, "{log}");
-    assert!(log.contains("\"peaks\""), "{log}");
+    // One capture line; beside it each burst with its outcome and the end-of-run counts.
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|v| v.get("trigger").is_some())
+        .collect();
+    assert_eq!(events.len(), 1, "{log}");
+    assert!(events[0].get("peaks").is_some(), "{log}");
+    let bursts: Vec<&serde_json::Value> = lines.iter().filter_map(|v| v.get("burst")).collect();
+    assert!(
+        bursts.iter().any(|b| b["outcome"] == "captured"),
+        "the capture's burst: {log}"
+    );
+    let counts = lines
+        .iter()
+        .find_map(|v| v.get("bursts"))
+        .expect("end-of-run counts");
+    assert_eq!(
+        counts["bursts"].as_u64(),
+        Some(bursts.len() as u64),
+        "{log}"
+    );
     // The capture diagnoses offline, its history as the burst record.
     let d = Command::new(bin())
         .args(["doctor", "--json", "--snapshot"])

@@ -194,8 +194,9 @@ fn json_lines(text: &str) -> Option<Value> {
     }))
 }
 
-/// `watch.log`: one JSON object per line (time, server, trigger, capture dir, peaks or why it
-/// was skipped). Made into one document of schema `spinscope.watch-log/1` (the report's name for
+/// `watch.log`: one JSON object per line: a trigger event (time, server, trigger, capture dir,
+/// peaks or why it was skipped), a burst (`burst`: what became of it) or a server's burst counts
+/// at the end of a run (`bursts`). Made into one document of schema `spinscope.watch-log/1` (the report's name for
 /// it: the file itself has no schema field).
 fn watch_log(text: &str) -> Result<Value, String> {
     let mut events = Vec::new();
@@ -206,9 +207,12 @@ fn watch_log(text: &str) -> Result<Value, String> {
     {
         let v: Value =
             serde_json::from_str(l).map_err(|e| format!("line {}: not JSON: {e}", i + 1))?;
-        if v.get("time").is_none() || v.get("trigger").is_none() {
+        let kind = ["trigger", "burst", "bursts"]
+            .iter()
+            .any(|k| v.get(k).is_some());
+        if v.get("time").is_none() || !kind {
             return Err(format!(
-                "line {}: no \"time\" and \"trigger\": not a watch log line",
+                "line {}: no \"time\" with \"trigger\", \"burst\" or \"bursts\": not a watch log line",
                 i + 1
             ));
         }
