@@ -8,9 +8,9 @@ use clap::{ArgAction, Args};
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::rt::capture::Source;
 use crate::rt::follow::{self, Followed};
-use crate::server::conn::{resolve, ConnArgs};
 use crate::rt::stats::Breakdown;
 use crate::rt::{self, render, RtPlan, MIN_INTERVAL_NS};
+use crate::server::conn::{resolve, ConnArgs};
 
 const AFTER: &str = "\
 Examples:
@@ -386,6 +386,9 @@ mod tests {
             ..Followed::default()
         };
         let e = capture_ports(&[], Some(&mut none)).unwrap_err().to_string();
-        assert!(e.contains("no TCP port") && e.contains("/s.sock (4 connected)"), "{e}");
+        assert!(
+            e.contains("no TCP port") && e.contains("/s.sock (4 connected)"),
+            "{e}"
+        );
     }
 }

@@ -54,7 +54,10 @@ pub fn socket_inodes(pid: u32) -> std::io::Result<HashSet<u64>> {
 
 /// `socket:[12345]` -> 12345.
 fn socket_inode(link: &str) -> Option<u64> {
-    link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// Ports of the LISTEN sockets (state 0A) of a /proc/net/tcp{,6} table whose inode is in

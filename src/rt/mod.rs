@@ -5,8 +5,8 @@
 //! `doctor --rt` and `watch` call.
 
 pub mod capture;
-pub mod follow;
 pub mod fingerprint;
+pub mod follow;
 pub mod proto;
 pub mod render;
 pub mod stats;

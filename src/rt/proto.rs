@@ -14,9 +14,9 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
+use super::sync;
 use crate::proto::answer::{Answer, Outcome, Progress};
 use crate::proto::packet::{Flow, Packet, PacketReader, MAX_PAYLOAD};
-use super::sync;
 use crate::proto::{caps, com};
 
 /// One TCP connection: the client's and the server's address.

@@ -252,8 +252,14 @@ mod tests {
             l[0],
             "server mariadbd (pid 7), found by --pid 7: TCP port 3307; Unix socket /run/mysqld/mysqld.sock"
         );
-        assert!(l[1].starts_with("--port 3306 is not where it listens (3307)"), "{l:?}");
-        assert!(l[2].starts_with("3 clients on the Unix socket (/proc): not on the wire"), "{l:?}");
+        assert!(
+            l[1].starts_with("--port 3306 is not where it listens (3307)"),
+            "{l:?}"
+        );
+        assert!(
+            l[2].starts_with("3 clients on the Unix socket (/proc): not on the wire"),
+            "{l:?}"
+        );
         let quiet = Followed {
             unix_socket_clients: Some(0),
             ports_given_differ: vec![],

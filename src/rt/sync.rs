@@ -188,8 +188,14 @@ mod tests {
         }))
         .unwrap();
         assert!(ssl.ssl_request);
-        assert!(!is_command(&pkt(1, &login_body)), "a login is not a request");
-        assert!(is_auth_data(&pkt(3, &[])), "an empty auth reply after a switch");
+        assert!(
+            !is_command(&pkt(1, &login_body)),
+            "a login is not a request"
+        );
+        assert!(
+            is_auth_data(&pkt(3, &[])),
+            "an empty auth reply after a switch"
+        );
         assert!(!is_auth_data(&pkt(0, b"\x03SELECT 1")));
         let q = pkt(0, b"\x03SELECT 1");
         assert!(is_command(&q));

@@ -16,7 +16,9 @@ pub const SOCKET_CLIENTS_SQL: &str = "SELECT COUNT(*) FROM information_schema.PR
 
 /// How many clients use the Unix socket now (None when the process list cannot be read).
 pub fn socket_clients(conn: &mut mysql::Conn) -> Option<u64> {
-    conn.query_first::<u64, _>(SOCKET_CLIENTS_SQL).ok().flatten()
+    conn.query_first::<u64, _>(SOCKET_CLIENTS_SQL)
+        .ok()
+        .flatten()
 }
 
 /// Where the server `t` reaches listens, and its Unix-socket clients.
@@ -39,9 +41,7 @@ pub fn follow_target(t: &Target) -> Result<Followed> {
         .filter(|&p| p > 0 && skip != Some(1));
     let socket = socket.filter(|s| !s.is_empty());
     let pid = follow::owner(port, socket.as_deref());
-    let mut f = pid
-        .and_then(|p| follow::of_pid(p).ok())
-        .unwrap_or_default();
+    let mut f = pid.and_then(|p| follow::of_pid(p).ok()).unwrap_or_default();
     f.found_by = t.describe();
     if f.tcp_ports.is_empty() {
         f.tcp_ports = port.into_iter().collect();
