@@ -3,16 +3,20 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{ArgAction, Args};
 
 use crate::error::{Error, Result, EXIT_INTERRUPTED, EXIT_OK};
 use crate::rt::capture::Source;
+use crate::rt::follow::{self, Followed};
 use crate::rt::stats::Breakdown;
 use crate::rt::{self, render, RtPlan, MIN_INTERVAL_NS};
+use crate::server::conn::{resolve, ConnArgs};
 
 const AFTER: &str = "\
 Examples:
   sudo spinscope rt                                  # the server on port 3306, 1 s intervals
+  sudo spinscope rt --pid 1234                       # that server process: every TCP port it listens on
+  sudo spinscope rt -S /run/mysqld/mysqld.sock -u root   # ask the server where it listens
   sudo spinscope rt --port 3306 --port 3307 --interval 100ms --by-command
   sudo spinscope rt --interval 10ms --duration 5s --json > rt.jsonl
   sudo spinscope rt --top 10 --duration 1m --save rt.json
@@ -22,15 +26,47 @@ Time to first byte (ttfb): from the request's last packet to the answer's first;
 byte (ttlb): to the answer's last packet. Measured from packets on this host (libpcap, kernel
 filter on the ports): the server runs no extra statement. Needs root or CAP_NET_RAW. With TLS or
 the compressed protocol the command type is `unknown`; requests are still timed. Connections
-already open are picked up at their next request.";
+already open are picked up at their next request; one caught logging in is read from its greeting
+or login on. With --pid or connection flags (-h, -S, -u, -p, option files) rt finds the server's
+TCP ports itself and says how many of its clients use the Unix socket: those are not on the wire
+and not timed.";
 
 /// Measure the server's response times from packets on its host: live percentiles per interval.
 #[derive(Debug, Args)]
-#[command(after_help = AFTER)]
+#[command(after_help = AFTER, disable_help_flag = true)]
 pub struct RtArgs {
-    /// The server's TCP port (repeatable).
-    #[arg(long = "port", short = 'P', value_name = "PORT", default_values_t = [3306u16])]
+    /// The server's TCP port (repeatable) [default: the ports the server found by --pid or
+    /// the connection flags listens on; else 3306].
+    #[arg(long = "port", short = 'P', value_name = "PORT")]
     pub ports: Vec<u16>,
+    /// Follow this server process: capture every TCP port it listens on (from /proc), count
+    /// its clients on the Unix socket.
+    #[arg(long, value_name = "PID", conflicts_with_all = ["read", "host", "socket"])]
+    pub pid: Option<u32>,
+    /// Server host, to ask the server where it listens (it must run on this host).
+    #[arg(short = 'h', long)]
+    pub host: Option<String>,
+    /// Unix socket path of the server, to ask it where it listens.
+    #[arg(short = 'S', long)]
+    pub socket: Option<PathBuf>,
+    /// User name for that question [default: the login name].
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// Password (`-pSECRET`, `--password=SECRET`); `-p` alone prompts on the terminal.
+    #[arg(short = 'p', long, num_args = 0..=1, require_equals = true, value_name = "PASSWORD")]
+    pub password: Option<Option<String>>,
+    /// Read connection options from this file only.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_defaults")]
+    pub defaults_file: Option<PathBuf>,
+    /// Read this option file too.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["no_defaults", "defaults_file"])]
+    pub defaults_extra_file: Option<PathBuf>,
+    /// Read no option file.
+    #[arg(long)]
+    pub no_defaults: bool,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
     /// Interface to capture on [default: the one the port's listening socket is bound to;
     /// `lo` for 127.0.0.1, `any` for a wildcard address].
     #[arg(long, short = 'i', value_name = "IF")]
@@ -102,7 +138,9 @@ pub fn run(a: RtArgs) -> Result<i32> {
         },
         None => None,
     };
-    if a.ports.contains(&0) {
+    let mut followed = follow_server(&a)?;
+    let ports = capture_ports(&a.ports, followed.as_mut())?;
+    if ports.contains(&0) {
         return Err(Error::bad_input("--port 0: give the server's TCP port"));
     }
     if !(64..=262_144).contains(&a.snaplen) {
@@ -135,9 +173,14 @@ pub fn run(a: RtArgs) -> Result<i32> {
             buffer_bytes: a.buffer_mib * 1024 * 1024,
         },
     };
+    if let Some(f) = &followed {
+        for l in render::server_lines(f) {
+            eprintln!("spinscope: {l}");
+        }
+    }
     let plan = RtPlan {
         source,
-        ports: a.ports.clone(),
+        ports: ports.clone(),
         interval_ns,
         duration_ns,
         breakdown: Breakdown {
@@ -153,7 +196,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
     let mut drawn = 0usize;
     let json = a.json;
     let mut out = std::io::stdout();
-    let report = rt::run(&plan, &stop, &mut |r| {
+    let mut report = rt::run(&plan, &stop, &mut |r| {
         if json {
             let _ = writeln!(out, "{}", serde_json::to_string(r).unwrap_or_default());
         } else if tty {
@@ -179,6 +222,8 @@ pub fn run(a: RtArgs) -> Result<i32> {
             )));
         }
     }
+    report.total.server = followed.clone();
+    report.server = followed;
     if json {
         println!(
             "{}",
@@ -188,6 +233,14 @@ pub fn run(a: RtArgs) -> Result<i32> {
         println!("total over {:.1}s:", report.total.interval_s);
         for l in render::block(&report.total) {
             println!("{l}");
+        }
+        if let Some(f) = &report.server {
+            if let Some(n) = f.unix_socket_clients.filter(|&n| n > 0) {
+                println!(
+                    "{}",
+                    render::unix_clients_line(n, f.unix_clients_from.as_deref())
+                );
+            }
         }
     }
     if let Some(p) = &a.save {
@@ -204,13 +257,13 @@ pub fn run(a: RtArgs) -> Result<i32> {
             eprintln!(
                 "spinscope: {}: no TCP segment of port {:?}; its TCP ports (segments) are {}: give --port {top} if that is the server",
                 f.display(),
-                a.ports,
+                ports,
                 list.join(", ")
             );
         }
     }
     eprintln!(
-        "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted), {} resyncs",
+        "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted, {} joined unreadable), {} resyncs",
         if a.read.is_some() { "read" } else { "captured" },
         report.source,
         report.filter,
@@ -218,6 +271,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
         t.connections_seen,
         t.handshakes,
         t.encrypted_connections,
+        t.unreadable_connections,
         t.resyncs
     );
     if let (Some(f), Some(cut)) = (&a.read, &report.truncated) {
@@ -234,4 +288,107 @@ pub fn run(a: RtArgs) -> Result<i32> {
     } else {
         EXIT_OK
     })
+}
+
+/// Connection flags given (not `--port` alone, which is the capture's filter).
+fn conn_given(a: &RtArgs) -> bool {
+    a.host.is_some()
+        || a.socket.is_some()
+        || a.user.is_some()
+        || a.password.is_some()
+        || a.defaults_file.is_some()
+        || a.defaults_extra_file.is_some()
+}
+
+/// The server `--pid` or the connection flags name (None: neither given).
+fn follow_server(a: &RtArgs) -> Result<Option<Followed>> {
+    if let Some(pid) = a.pid {
+        return follow::of_pid(pid).map(Some);
+    }
+    if !conn_given(a) {
+        return Ok(None);
+    }
+    if a.read.is_some() {
+        return Err(Error::bad_input(
+            "--read with connection flags: a file is read as it was captured; give --port for its server's port instead",
+        ));
+    }
+    let conn = ConnArgs {
+        host: a.host.clone(),
+        port: a.ports.first().copied(),
+        socket: a.socket.clone(),
+        user: a.user.clone(),
+        password: a.password.clone(),
+        defaults_file: a.defaults_file.clone(),
+        defaults_extra_file: a.defaults_extra_file.clone(),
+        no_defaults: a.no_defaults,
+        connect_timeout: 10,
+        query_timeout: 60,
+        ..ConnArgs::default()
+    };
+    let t = resolve(&conn)?;
+    crate::server::rt_follow::follow_target(&t).map(Some)
+}
+
+/// The ports to capture: `--port` when given (noted in `followed` when the server listens
+/// elsewhere), else the followed server's, else 3306.
+pub fn capture_ports(given: &[u16], followed: Option<&mut Followed>) -> Result<Vec<u16>> {
+    let Some(f) = followed else {
+        return Ok(if given.is_empty() {
+            vec![3306]
+        } else {
+            given.to_vec()
+        });
+    };
+    if !given.is_empty() {
+        if !f.tcp_ports.is_empty() && given.iter().any(|p| !f.tcp_ports.contains(p)) {
+            f.ports_given_differ = given.to_vec();
+        }
+        return Ok(given.to_vec());
+    }
+    if f.tcp_ports.is_empty() {
+        let clients = f
+            .unix_socket_clients
+            .map_or(String::new(), |n| format!(" ({n} connected)"));
+        let sockets = if f.unix_sockets.is_empty() {
+            "its Unix socket".to_string()
+        } else {
+            f.unix_sockets.join(", ")
+        };
+        return Err(Error::runtime(format!(
+            "{}: the server listens on no TCP port (skip_networking?): its clients use {sockets}{clients}, which is not on the wire; rt times TCP clients only",
+            f.found_by
+        )));
+    }
+    Ok(f.tcp_ports.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_from_the_server_unless_given() {
+        assert_eq!(capture_ports(&[], None).unwrap(), vec![3306]);
+        let mut f = Followed {
+            found_by: "--pid 9".into(),
+            tcp_ports: vec![3307, 33062],
+            ..Followed::default()
+        };
+        assert_eq!(capture_ports(&[], Some(&mut f)).unwrap(), vec![3307, 33062]);
+        assert!(f.ports_given_differ.is_empty());
+        assert_eq!(capture_ports(&[3306], Some(&mut f)).unwrap(), vec![3306]);
+        assert_eq!(f.ports_given_differ, vec![3306]);
+        let mut none = Followed {
+            found_by: "--pid 9".into(),
+            unix_sockets: vec!["/s.sock".into()],
+            unix_socket_clients: Some(4),
+            ..Followed::default()
+        };
+        let e = capture_ports(&[], Some(&mut none)).unwrap_err().to_string();
+        assert!(
+            e.contains("no TCP port") && e.contains("/s.sock (4 connected)"),
+            "{e}"
+        );
+    }
 }

@@ -16,6 +16,9 @@ pub struct RtSide {
     pub interface: Option<String>,
     pub port: Option<u16>,
     pub excluded_client_port: Option<u16>,
+    /// Clients on the Unix socket when the window started: not on the wire, not timed.
+    #[serde(default)]
+    pub unix_socket_clients: Option<u64>,
     /// Answered requests over the window.
     pub requests: u64,
     pub rate_per_s: f64,
@@ -91,6 +94,7 @@ pub fn side(rt: &RtRecord, burst: Option<&BurstRecord>) -> RtSide {
         interface: rt.interface.clone(),
         port: rt.port,
         excluded_client_port: rt.excluded_client_port,
+        unix_socket_clients: rt.unix_socket_clients,
         requests: total.map_or(0, |t| t.requests),
         rate_per_s: total.map_or(0.0, |t| t.rate_per_s),
         errors: total.map_or(0, |t| t.errors),
@@ -138,6 +142,12 @@ pub fn headline(s: &RtSide) -> Vec<String> {
     if s.requests > 0 {
         v.push(format!("  time to first byte: {}", pct5(&s.ttfb_us)));
         v.push(format!("  time to last byte:  {}", pct5(&s.ttlb_us)));
+    }
+    if let Some(n) = s.unix_socket_clients.filter(|&n| n > 0) {
+        v.push(format!(
+            "  {}",
+            crate::rt::render::unix_clients_line(n, Some("processlist"))
+        ));
     }
     v
 }
@@ -245,6 +255,7 @@ mod tests {
             valid: true,
             invalid_reason: None,
             ttlb_buckets: None,
+            server: None,
         }
     }
 
@@ -304,6 +315,34 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("500us"), "{t}");
+    }
+
+    #[test]
+    fn no_requests_with_socket_clients_says_why() {
+        let s = side(
+            &RtRecord {
+                interface: Some("lo".into()),
+                port: Some(3306),
+                unix_socket_clients: Some(8),
+                total: Some(iv(1.0, 0, 0.0)),
+                ..RtRecord::default()
+            },
+            None,
+        );
+        let t = text(&s);
+        assert!(t.contains(": 0 requests"), "{t}");
+        assert!(
+            t.contains("8 clients on the Unix socket (processlist): not on the wire"),
+            "{t}"
+        );
+        let one = side(
+            &RtRecord {
+                unix_socket_clients: Some(0),
+                ..RtRecord::default()
+            },
+            None,
+        );
+        assert!(!text(&one).contains("Unix socket"));
     }
 
     #[test]

@@ -6,9 +6,11 @@
 
 pub mod capture;
 pub mod fingerprint;
+pub mod follow;
 pub mod proto;
 pub mod render;
 pub mod stats;
+pub mod sync;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,6 +57,10 @@ pub struct TrackerTotals {
     pub handshakes: u64,
     pub encrypted_connections: u64,
     pub compressed_connections: u64,
+    /// Joined mid-stream and not readable as commands (compressed or cut): timed by
+    /// direction, command unknown.
+    #[serde(default)]
+    pub unreadable_connections: u64,
     pub resyncs: u64,
 }
 
@@ -71,6 +77,9 @@ pub struct RunReport {
     pub intervals: Vec<IntervalReport>,
     pub total: IntervalReport,
     pub tracker: TrackerTotals,
+    /// The server rt followed (`--pid`, connection flags), as found before the capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<follow::Followed>,
     /// A file that ended early or was damaged: where, and libpcap's words. Everything before
     /// it is in the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -291,8 +300,10 @@ fn run_open(
             handshakes: c.handshakes,
             encrypted_connections: c.encrypted_connections,
             compressed_connections: c.compressed_connections,
+            unreadable_connections: c.unreadable_connections,
             resyncs: c.resyncs,
         },
+        server: None,
         truncated,
     })
 }

@@ -14,6 +14,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
+use super::sync;
 use crate::proto::answer::{Answer, Outcome, Progress};
 use crate::proto::packet::{Flow, Packet, PacketReader, MAX_PAYLOAD};
 use crate::proto::{caps, com};
@@ -169,6 +170,9 @@ pub struct Counters {
     pub handshakes: u64,
     pub encrypted_connections: u64,
     pub compressed_connections: u64,
+    /// Connections joined mid-stream whose requests did not read as commands (compressed,
+    /// or cut): timed by direction, with the command unknown, until a request reads as one.
+    pub unreadable_connections: u64,
     /// Times a connection's byte stream had a hole (bytes not captured) or could not be read.
     pub resyncs: u64,
     pub overflow: u64,
@@ -249,6 +253,9 @@ struct Conn {
     mode: Mode,
     deprecate_eof: Option<bool>,
     compress: bool,
+    /// Timed by direction because its bytes did not read as commands when joined: try again
+    /// at each request.
+    retry_sync: bool,
     next_seq: [Option<u32>; 2],
     last_dir: Option<Dir>,
     req: Option<Req>,
@@ -263,6 +270,7 @@ impl Conn {
             mode,
             deprecate_eof: None,
             compress: false,
+            retry_sync: false,
             next_seq: [None, None],
             last_dir: None,
             req: None,
@@ -453,12 +461,7 @@ fn client_bytes(
                 }
             });
             if let Some(f) = caps {
-                c.deprecate_eof = Some(f & CLIENT_DEPRECATE_EOF != 0);
-                c.compress = f & CLIENT_COMPRESS != 0;
-                if ssl_request {
-                    counters.encrypted_connections += 1;
-                    c.mode = Mode::TlsHandshake { auth_run: false };
-                }
+                logged_in(c, f, ssl_request, counters);
             }
         }
         Mode::TlsHandshake { .. } => {
@@ -469,14 +472,52 @@ fn client_bytes(
             }
         }
         Mode::Unsynced => {
-            if c.last_dir == Some(Dir::ToClient) {
-                resync(c, b, counters);
-                if c.mode != Mode::Unsynced {
+            if let Some(l) = sync::login(b) {
+                // Joined at the login: the greeting was missed, the flags are not.
+                logged_in(c, l.caps, l.ssl_request, counters);
+                return;
+            }
+            if let Some(kind) = sync::tls_record(b).filter(|_| run_start) {
+                counters.encrypted_connections += 1;
+                c.client.reset();
+                c.server.reset();
+                if kind == TLS_APPLICATION_DATA {
+                    c.mode = Mode::Opaque;
                     client_bytes(key, c, ts, b, hole, counters, out);
+                } else {
+                    // The TLS handshake after an SSLRequest we did not see: the encrypted
+                    // login comes next and is not a request.
+                    c.mode = Mode::TlsHandshake { auth_run: false };
                 }
+                return;
+            }
+            if sync::is_auth_data(b) {
+                // The rest of a login we joined late (after an auth switch): not a request.
+                return;
+            }
+            if run_start && sync::is_command(b) {
+                c.mode = Mode::Plain;
+                c.client.reset();
+                c.server.reset();
+                client_bytes(key, c, ts, b, hole, counters, out);
+            } else {
+                // A request whose bytes do not read as a command (compressed, cut, ...):
+                // timed by direction (its end is what the times start from), and read again
+                // at each next request. Compression is never assumed without the login's flag.
+                counters.unreadable_connections += 1;
+                c.mode = Mode::Opaque;
+                c.retry_sync = true;
+                c.client.reset();
+                c.server.reset();
+                client_bytes(key, c, ts, b, hole, counters, out);
             }
         }
         Mode::Plain | Mode::Opaque => {
+            if run_start && c.retry_sync && sync::is_command(b) {
+                // A connection timed by direction since it was joined reads as commands now.
+                c.mode = Mode::Plain;
+                c.retry_sync = false;
+            }
             if run_start {
                 if let Some(r) = c.req.take() {
                     if r.first_resp_ns.is_some() {
@@ -556,21 +597,24 @@ fn client_bytes(
     }
 }
 
-/// Decide how to read a connection joined mid-stream from the first bytes of a client run.
-fn resync(c: &mut Conn, b: &[u8], counters: &mut Counters) {
-    if b.len() >= 3 && b[0] == 0x17 && b[1] == 0x03 && (1..=4).contains(&b[2]) {
+/// The login's flags (seen from the SYN, or joined at the login): whether the rest is TLS,
+/// and whether the protocol switches to compression after the server's OK.
+fn logged_in(c: &mut Conn, flags: u32, ssl_request: bool, counters: &mut Counters) {
+    c.deprecate_eof = Some(flags & CLIENT_DEPRECATE_EOF != 0);
+    c.compress = flags & CLIENT_COMPRESS != 0;
+    if ssl_request {
         counters.encrypted_connections += 1;
-        c.mode = Mode::Opaque;
-    } else if b.len() >= 5 && b[3] == 0 && Command::valid_byte(b[4]) {
-        c.mode = Mode::Plain;
-    } else if b.len() >= 7 {
-        // Anything else (the compressed protocol's 7-byte header, ...) is read by direction.
-        counters.compressed_connections += 1;
-        c.mode = Mode::Opaque;
+        c.mode = Mode::TlsHandshake { auth_run: false };
+    } else if c.mode == Mode::Unsynced {
+        // Joined at the login: what follows is the server's answer to it.
+        c.mode = Mode::Handshake;
+        c.client.reset();
+        c.server.reset();
     }
-    c.client.reset();
-    c.server.reset();
 }
+
+/// A TLS record of application data (the other kinds are the TLS handshake's).
+const TLS_APPLICATION_DATA: u8 = 23;
 
 /// Bytes from the server.
 #[allow(clippy::too_many_arguments)]
@@ -619,7 +663,14 @@ fn server_bytes(
                 c.mode = Mode::Opaque;
             }
         }
-        Mode::Unsynced => {}
+        Mode::Unsynced => {
+            if sync::is_greeting(b) {
+                // Joined at the greeting: the login comes next, read as one.
+                c.mode = Mode::Handshake;
+                c.client.reset();
+                c.server.reset();
+            }
+        }
         Mode::Plain | Mode::Opaque => {
             let Some(req) = c.req.as_mut() else {
                 // An answer without a request: bytes we did not expect; read anew.

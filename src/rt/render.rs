@@ -1,6 +1,7 @@
 //! Text output of `spinscope rt`: one plain line per interval, or a block (overall, per
 //! command, top statements) redrawn in place on a terminal. Pure.
 
+use super::follow::Followed;
 use super::stats::{Group, IntervalReport, Percentiles};
 
 /// A time in microseconds, short: `87us`, `1.25ms`, `2.1s`.
@@ -161,6 +162,52 @@ pub fn block(r: &IntervalReport) -> Vec<String> {
     v
 }
 
+/// What rt found of the server it follows: its process and where it listens, the ports
+/// captured when `--port` names others, and its clients on the Unix socket (not on the wire).
+pub fn server_lines(f: &Followed) -> Vec<String> {
+    let who = match (&f.process, f.pid) {
+        (Some(n), Some(p)) => format!("{n} (pid {p})"),
+        (None, Some(p)) => format!("pid {p}"),
+        _ => "the server".to_string(),
+    };
+    let ports: Vec<String> = f.tcp_ports.iter().map(|p| p.to_string()).collect();
+    let mut v = vec![format!(
+        "server {who}, found by {}: TCP port {}{}",
+        f.found_by,
+        if ports.is_empty() {
+            "none".to_string()
+        } else {
+            ports.join(", ")
+        },
+        if f.unix_sockets.is_empty() {
+            String::new()
+        } else {
+            format!("; Unix socket {}", f.unix_sockets.join(", "))
+        }
+    )];
+    if !f.ports_given_differ.is_empty() {
+        let given: Vec<String> = f.ports_given_differ.iter().map(|p| p.to_string()).collect();
+        v.push(format!(
+            "--port {} is not where it listens ({}): capturing the ports given",
+            given.join(", "),
+            ports.join(", ")
+        ));
+    }
+    if let Some(n) = f.unix_socket_clients.filter(|&n| n > 0) {
+        v.push(unix_clients_line(n, f.unix_clients_from.as_deref()));
+    }
+    v
+}
+
+/// `N clients use the Unix socket ...`: why they are not in the times.
+pub fn unix_clients_line(n: u64, from: Option<&str>) -> String {
+    format!(
+        "{n} client{} on the Unix socket{}: not on the wire, so not timed here (rt times TCP clients)",
+        if n == 1 { "" } else { "s" },
+        from.map_or(String::new(), |f| format!(" ({f})"))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,7 +231,41 @@ mod tests {
             valid: true,
             invalid_reason: None,
             ttlb_buckets: None,
+            server: None,
         }
+    }
+
+    #[test]
+    fn followed_server_says_its_ports_and_socket_clients() {
+        let f = Followed {
+            found_by: "--pid 7".into(),
+            pid: Some(7),
+            process: Some("mariadbd".into()),
+            tcp_ports: vec![3307],
+            unix_sockets: vec!["/run/mysqld/mysqld.sock".into()],
+            unix_socket_clients: Some(3),
+            unix_clients_from: Some("/proc".into()),
+            ports_given_differ: vec![3306],
+        };
+        let l = server_lines(&f);
+        assert_eq!(
+            l[0],
+            "server mariadbd (pid 7), found by --pid 7: TCP port 3307; Unix socket /run/mysqld/mysqld.sock"
+        );
+        assert!(
+            l[1].starts_with("--port 3306 is not where it listens (3307)"),
+            "{l:?}"
+        );
+        assert!(
+            l[2].starts_with("3 clients on the Unix socket (/proc): not on the wire"),
+            "{l:?}"
+        );
+        let quiet = Followed {
+            unix_socket_clients: Some(0),
+            ports_given_differ: vec![],
+            ..f
+        };
+        assert_eq!(server_lines(&quiet).len(), 1);
     }
 
     #[test]

@@ -106,6 +106,10 @@ pub struct IntervalReport {
     /// ([`super::RtPlan::ttlb_bounds_ns`]); not in the documents.
     #[serde(skip)]
     pub ttlb_buckets: Option<TtlbBuckets>,
+    /// The server rt followed (`--pid`, connection flags): its ports, and its clients on the
+    /// Unix socket, which are not on the wire. On the total only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::follow::Followed>,
 }
 
 /// An interval's answered requests counted into fixed time-to-last-byte buckets, for a
@@ -348,6 +352,7 @@ impl Window {
                 format!("the capture lost {dropped} packets (kernel drops): percentiles are over an incomplete sample")
             }),
             capture,
+            server: None,
             ttlb_buckets: (!self.ttlb_bounds_ns.is_empty()).then(|| TtlbBuckets {
                 counts: self.ttlb_counts.clone(),
                 sum_ns: self.all.total_ttlb_ns,

@@ -11,6 +11,7 @@ pub mod optfile;
 pub mod parse;
 pub mod proc_threads;
 pub mod refusal;
+pub mod rt_follow;
 pub mod rt_window;
 pub mod snapshot;
 pub mod taskstats;

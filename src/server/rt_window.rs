@@ -85,9 +85,17 @@ pub fn start(
             t.describe()
         ));
     }
+    let unix = super::rt_follow::socket_clients(conn);
     let port = match server_port(variables) {
         Ok(p) => p,
-        Err(why) => return unavailable(why),
+        Err(why) => {
+            let mut w = unavailable(match unix.filter(|&n| n > 0) {
+                Some(n) => format!("{why}; {}", crate::rt::render::unix_clients_line(n, None)),
+                None => why,
+            });
+            w.rec.unix_socket_clients = unix;
+            return w;
+        }
     };
     let interface = match crate::rt::capture::default_interface(port) {
         Ok(i) => i,
@@ -129,6 +137,7 @@ pub fn start(
                 interface: Some(interface),
                 port: Some(port),
                 excluded_client_port: own,
+                unix_socket_clients: unix,
                 ..RtRecord::default()
             },
             intervals,

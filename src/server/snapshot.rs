@@ -86,6 +86,10 @@ pub struct RtRecord {
     /// doctor's own session, left out by the capture filter (a TCP connection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded_client_port: Option<u16>,
+    /// Clients on the server's Unix socket when the capture started (the process list):
+    /// not on the wire, so not in the times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_socket_clients: Option<u64>,
     /// Unix time the burst sampler's window started (the intervals are on the capture clock).
     pub window_start_unix_s: f64,
     /// `spinscope.rt/1` intervals over the window, and their total.

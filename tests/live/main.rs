@@ -18,6 +18,7 @@ mod journal_sessions;
 mod profile_mariadb;
 mod progress_pty;
 mod restore_list_mariadb;
+mod rt_follow_mariadb;
 mod rt_idle_mariadb;
 mod rt_mariadb;
 mod safety_actors;

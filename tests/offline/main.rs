@@ -19,6 +19,7 @@ mod report_browser;
 mod report_charts;
 mod report_incident;
 mod rt_fixtures;
+mod rt_midhandshake;
 mod spin_props;
 mod sql_guard_props;
 mod watch_http;
