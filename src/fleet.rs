@@ -375,6 +375,7 @@ mod tests {
             max_severity: findings.iter().map(|f| f.severity).max(),
             findings,
             rt: None,
+            identity: None,
         }
     }
 

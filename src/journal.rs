@@ -398,13 +398,48 @@ pub struct Facts {
     pub server_id: u64,
 }
 
+/// Which server a saved document is about, as the server itself reported it (the journal's
+/// key and the facts behind it): documents of one server reached by TCP and by the socket
+/// carry the same key. Written into doctor documents (`identity`) from the snapshot's
+/// variables; `report` groups by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocIdentity {
+    /// [`Facts::key`]: `@@server_uuid`, else hostname:port with socket, datadir and server_id.
+    pub key: String,
+    pub hostname: String,
+    pub port: u64,
+    pub socket: String,
+    pub datadir: String,
+    pub server_id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+}
+
 impl Facts {
-    /// The identity: `@@server_uuid` where there is one, else every other fact together (two
-    /// servers sharing `hostname:port`, containers or `--skip-networking`, differ in socket,
-    /// datadir or server_id).
-    pub fn server_id(&self, endpoint: &str, connect_hint: &str) -> ServerId {
+    /// The facts from `SHOW GLOBAL VARIABLES` (a snapshot's `variables`, lower-case names);
+    /// None when the server's hostname or port is not among them. No start time (0): the
+    /// variables do not carry one.
+    pub fn from_variables(v: &BTreeMap<String, String>) -> Option<Facts> {
+        let get = |k: &str| v.get(k).map(|s| s.trim().to_string());
+        let hostname = get("hostname").filter(|h| !h.is_empty())?;
+        let port = get("port")?.parse().ok()?;
+        Some(Facts {
+            uuid: get("server_uuid").filter(|u| !u.is_empty()),
+            started_unix_s: 0,
+            hostname,
+            port,
+            socket: get("socket").unwrap_or_default(),
+            datadir: get("datadir").unwrap_or_default(),
+            server_id: get("server_id").and_then(|s| s.parse().ok()).unwrap_or(0),
+        })
+    }
+
+    /// The identity key (`@@server_uuid` where there is one, else every other fact together:
+    /// two servers sharing `hostname:port`, containers or `--skip-networking`, differ in
+    /// socket, datadir or server_id) and the weaker key older versions used.
+    pub fn key(&self) -> (String, String) {
         let hp = format!("{}:{}", self.hostname, self.port);
-        let (key, legacy_key) = match self.uuid.as_deref().filter(|u| !u.is_empty()) {
+        match self.uuid.as_deref().filter(|u| !u.is_empty()) {
             Some(u) => (u.to_string(), u.to_string()),
             None => (
                 format!(
@@ -413,7 +448,25 @@ impl Facts {
                 ),
                 hp,
             ),
-        };
+        }
+    }
+
+    /// The identity a document carries.
+    pub fn doc_identity(&self) -> DocIdentity {
+        DocIdentity {
+            key: self.key().0,
+            hostname: self.hostname.clone(),
+            port: self.port,
+            socket: self.socket.clone(),
+            datadir: self.datadir.clone(),
+            server_id: self.server_id,
+            uuid: self.uuid.clone(),
+        }
+    }
+
+    /// The identity of the server (see [`Facts::key`]).
+    pub fn server_id(&self, endpoint: &str, connect_hint: &str) -> ServerId {
+        let (key, legacy_key) = self.key();
         ServerId {
             endpoint: endpoint.to_string(),
             key,

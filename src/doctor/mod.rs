@@ -97,6 +97,11 @@ pub struct DoctorDoc {
     /// beside Threads_running (absent without `--rt`; added to doctor/1 as an optional field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rt: Option<rt::RtSide>,
+    /// Which server this is, from its own variables (`@@server_uuid`, else hostname, port,
+    /// socket, datadir, server_id): the same for TCP and the socket, so `report` shows one
+    /// server once (absent in older documents, or when the variables were not readable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<crate::journal::DocIdentity>,
 }
 
 pub fn build_doc(source: &str, f: &Facts) -> DoctorDoc {
@@ -126,5 +131,7 @@ pub fn build_doc(source: &str, f: &Facts) -> DoctorDoc {
             .rt
             .as_ref()
             .map(|r| rt::side(r, f.snap.burst.as_ref())),
+        identity: crate::journal::Facts::from_variables(&f.snap.variables)
+            .map(|x| x.doc_identity()),
     }
 }

@@ -217,6 +217,7 @@ pub fn markdown(d: &DoctorDoc) -> String {
         &DoctorDoc {
             findings: Vec::new(),
             rt: None,
+            identity: None,
             ..d.clone()
         },
         false,

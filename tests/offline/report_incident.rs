@@ -24,9 +24,14 @@ fn placed(dir: &Path, name: &str, secs: u64) -> PathBuf {
     )
     .unwrap();
     let fired_s = cap["fired_at_unix_ms"].as_f64().unwrap() / 1e3;
+    placed_at(dir, name, fired_s as u64 + secs)
+}
+
+/// Copy a fixture into `dir`, modified at `unix_s` (its time when it has none of its own).
+fn placed_at(dir: &Path, name: &str, unix_s: u64) -> PathBuf {
     let to = dir.join(name.replace('/', "_"));
     std::fs::copy(fixture(name), &to).unwrap();
-    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(fired_s as u64 + secs);
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(unix_s);
     std::fs::File::options()
         .write(true)
         .open(&to)
@@ -179,9 +184,26 @@ fn the_page_opens_with_the_verdict_cause_fix_and_after() {
     assert_eq!(heads[0], "Verdict", "{heads:?}");
     let verdict =
         &page[page.find("<h2>Verdict").unwrap()..page.find("<h2>Before and after").unwrap()];
+    // doctor-after (+102 s) no longer reports what doctor-before (+10 s) did: fixed, said
+    // with when and by which document, not left red "Critical".
     assert!(
-        verdict.contains("Critical: design ratio"),
-        "cause in words: {verdict}"
+        verdict.contains("Fixed: design ratio"),
+        "cause in words, marked fixed: {verdict}"
+    );
+    assert!(!verdict.contains("Critical: design ratio"), "{verdict}");
+    assert!(
+        verdict.contains("no longer reported by ") && verdict.contains("doctor-after.json ("),
+        "which document showed the fix: {verdict}"
+    );
+    // The box's colour is how things stand now: doctor-after's own worst finding.
+    let now = match doc(&fixture("incident/doctor-after.json"))["max_severity"].as_str() {
+        Some("critical") => "critical",
+        Some("warning") => "warning",
+        _ => "fixed",
+    };
+    assert!(
+        page.contains(&format!("<section id=\"verdict\" class=\"{now}\">")),
+        "{now}: {verdict}"
     );
     assert!(
         verdict.contains("innodb spin wait delay: 6000"),
@@ -275,4 +297,283 @@ fn markdown_renders_with_tables_images_beside_it_and_no_entities() {
         "{text}"
     );
     assert!(text.contains("Threads_running"), "{text}");
+}
+
+fn doc(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The part of the page from heading `from` to the next `<h2>`.
+fn section_of<'a>(page: &'a str, from: &str) -> &'a str {
+    let a = page
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from:?} in the page"));
+    let rest = &page[a + from.len()..];
+    &rest[..rest.find("<h2>").unwrap_or(rest.len())]
+}
+
+/// Two throwaway MariaDBs (tests/fixtures/report/servers/, made by
+/// docs/bench/report_servers.sh): server A diagnosed by TCP at innodb_spin_wait_delay=6000,
+/// fixed, then diagnosed and snapshotted by its socket; server B by TCP. A is one section that
+/// names both ways it was reached; B is another; A's finding is marked fixed by the socket run.
+#[test]
+fn one_server_reached_by_tcp_and_socket_is_one_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = |n: &str| fixture(&format!("servers/{n}"));
+    let (before, after, snap, b) = (
+        doc(&f("a-tcp-before.json")),
+        doc(&f("a-socket-after.json")),
+        f("a-socket-snapshot.json"),
+        doc(&f("b-tcp.json")),
+    );
+    // What the documents say about themselves: A's two runs went two ways to one server.
+    let (ta, tb) = (
+        before["target"].as_str().unwrap(),
+        after["target"].as_str().unwrap(),
+    );
+    assert_ne!(ta, tb);
+    assert!(tb.contains("@/"), "the after run went by the socket: {tb}");
+    assert_eq!(before["identity"]["key"], after["identity"]["key"]);
+    assert_ne!(before["identity"]["key"], b["identity"]["key"]);
+    let finding = before["findings"][0]["id"].as_str().unwrap().to_string();
+    assert!(
+        !after["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["id"] == finding.as_str() && x["severity"] != "info"),
+        "the fix took {finding} below warning"
+    );
+    // The documents' times as they were written, around the snapshot's own time.
+    let t = doc(&snap)["captured_at_unix_s"].as_u64().unwrap();
+    let inputs = vec![
+        placed_at(dir.path(), "servers/a-socket-after.json", t - 3),
+        placed_at(dir.path(), "servers/b-tcp.json", t + 5),
+        placed_at(dir.path(), "servers/a-tcp-before.json", t - 9),
+        snap,
+    ];
+    let (code, page, err) = report(&inputs, &[]);
+    assert_eq!(code, 0, "{err}");
+    let heads = headings(&page);
+    let details: Vec<&String> = heads
+        .iter()
+        .filter(|h| h.starts_with("Details: "))
+        .collect();
+    assert_eq!(details.len(), 2, "two servers, two sections: {heads:?}");
+    let name = |d: &serde_json::Value| {
+        let i = &d["identity"];
+        format!(
+            "Details: Server {}:{}",
+            i["hostname"].as_str().unwrap(),
+            i["port"]
+        )
+    };
+    let a = section_of(&page, &format!("<h2>{}", name(&before)));
+    assert!(
+        a.contains(&format!("by TCP as {ta}")) && a.contains(&format!("by the socket as {tb}")),
+        "A names both ways it was reached: {a}"
+    );
+    for n in [
+        "a-tcp-before.json",
+        "a-socket-after.json",
+        "a-socket-snapshot.json",
+    ] {
+        assert!(a.contains(n), "{n} under server A");
+    }
+    assert!(!a.contains("b-tcp.json"));
+    let bsec = section_of(&page, &format!("<h2>{}", name(&b)));
+    assert!(bsec.contains("b-tcp.json") && !bsec.contains("a-tcp-before.json"));
+    let verdict = section_of(&page, "<h2>Verdict");
+    assert!(
+        verdict.contains("Fixed: ") && verdict.contains("no longer reported by "),
+        "{verdict}"
+    );
+    // The Markdown stays readable on an 80-column terminal: prose is filled to 80 columns
+    // (a longer line is one long word: a path); tables, code and headings carry the
+    // documents' own strings and are left as they are.
+    let (code, md, err) = report(&inputs, &["--format", "md"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(md.contains("by the socket as"), "{md}");
+    let mut code_block = false;
+    let mut prose = 0;
+    for l in md.lines() {
+        if l.starts_with("```") {
+            code_block = !code_block;
+        }
+        if code_block || l.starts_with(['|', '#', '!', '`']) {
+            continue;
+        }
+        prose += 1;
+        let head = l.trim_end().rsplit_once(' ').map_or("", |x| x.0);
+        assert!(
+            l.chars().count() <= 80 || head.trim().chars().count() <= 80,
+            "a prose line over 80 columns: {l:?}"
+        );
+    }
+    assert!(prose > 20, "{md}");
+}
+
+/// A finding that a later document of the same server no longer shows is marked fixed; one
+/// that a still later document shows again is not.
+#[test]
+fn a_finding_is_fixed_only_while_no_later_document_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = placed(dir.path(), "incident/doctor-before.json", 10);
+    let after = placed(dir.path(), "incident/doctor-after.json", 102);
+    let (code, page, err) = report(&[before.clone(), after.clone()], &[]);
+    assert_eq!(code, 0, "{err}");
+    let v = section_of(&page, "<h2>Verdict");
+    assert!(v.contains("Fixed: design ratio"), "{v}");
+    assert!(v.contains("Now, by "), "{v}");
+    // Back again at +200 s: the same finding in the latest document is critical now.
+    let again = dir.path().join("doctor-again.json");
+    std::fs::copy(&before, &again).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&again)
+        .unwrap()
+        .set_modified(
+            std::fs::metadata(&after).unwrap().modified().unwrap() + Duration::from_secs(98),
+        )
+        .unwrap();
+    let (code, page, err) = report(&[before, after, again], &[]);
+    assert_eq!(code, 0, "{err}");
+    let v = section_of(&page, "<h2>Verdict");
+    assert!(v.contains("Critical: design ratio"), "{v}");
+    assert!(!v.contains("Fixed: "), "{v}");
+    assert!(page.contains("<section id=\"verdict\" class=\"critical\">"));
+}
+
+/// An rt run made from the incident's `rt-before.json`: each interval's p99 and rate through
+/// `edit` (index, p99 us, rate) and the run moved `shift_s` later.
+fn rt_variant(
+    dir: &Path,
+    name: &str,
+    shift_s: f64,
+    edit: impl Fn(usize, f64, f64) -> (f64, f64),
+) -> PathBuf {
+    let mut run = doc(&fixture("incident/rt-before.json"));
+    let n = run["intervals"].as_array().unwrap().len();
+    for (i, iv) in run["intervals"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let (p, r) = edit(
+            i,
+            iv["ttlb_us"]["p99_us"].as_f64().unwrap(),
+            iv["rate_per_s"].as_f64().unwrap(),
+        );
+        iv["ttlb_us"]["p99_us"] = p.into();
+        iv["rate_per_s"] = r.into();
+        iv["start_unix_s"] = (iv["start_unix_s"].as_f64().unwrap() + shift_s).into();
+    }
+    assert!(n >= 8);
+    run["total"]["start_unix_s"] =
+        (run["total"]["start_unix_s"].as_f64().unwrap() + shift_s).into();
+    let p = dir.join(name);
+    std::fs::write(&p, run.to_string()).unwrap();
+    p
+}
+
+/// Before/after rt numbers carry their noise: the same windows in another order are within
+/// it; every window 20 times faster is beyond it; one window a side claims nothing.
+#[test]
+fn before_and_after_numbers_carry_their_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = |_i: usize, p: f64, r: f64| (p, r);
+    let a = rt_variant(dir.path(), "rt-a.json", 0.0, same);
+    let src = doc(&fixture("incident/rt-before.json"));
+    let p99s: Vec<f64> = src["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["ttlb_us"]["p99_us"].as_f64().unwrap())
+        .collect();
+    let n = p99s.len();
+    // After: the windows reversed (same values, another order).
+    let reversed = {
+        let p = p99s.clone();
+        move |i: usize, _p: f64, r: f64| (p[n - 1 - i], r)
+    };
+    let b = rt_variant(dir.path(), "rt-b.json", 100.0, reversed);
+    let (code, page, err) = report(&[a.clone(), b], &["--format", "md"]);
+    assert_eq!(code, 0, "{err}");
+    let pair = section_of(&page, "Before and after: Response time");
+    let row = pair
+        .lines()
+        .find(|l| l.starts_with("| time to last byte p99 |"))
+        .unwrap_or_else(|| panic!("{pair}"));
+    assert!(row.contains("within the noise"), "{row}");
+    // Markdown prose is filled to 80 columns: words compared, not line breaks.
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words(pair).contains(&format!("{n} windows of")), "{pair}");
+    // After: every window 20 times faster.
+    let fast = rt_variant(dir.path(), "rt-c.json", 100.0, |_i, p, r| (p / 20.0, r));
+    let (code, page, err) = report(&[a.clone(), fast], &["--format", "md"]);
+    assert_eq!(code, 0, "{err}");
+    let pair = section_of(&page, "Before and after: Response time");
+    let row = pair
+        .lines()
+        .find(|l| l.starts_with("| time to last byte p99 |"))
+        .unwrap();
+    assert!(row.contains("lower, beyond the noise"), "{row}");
+    let rate = pair
+        .lines()
+        .find(|l| l.starts_with("| requests/s |"))
+        .unwrap();
+    assert!(
+        rate.contains("within the noise"),
+        "the rate did not move: {rate}"
+    );
+    // Not yet: a document without windows (a lone `rt --json` interval) shows its numbers
+    // bare, without saying the noise is unknown (left for the lead; see the report).
+}
+
+/// A `watch --out` directory brings in its captures, not only its log: each capture is a
+/// section with its burst timeline, and the log's row says it is below.
+#[test]
+fn a_watch_out_directory_brings_in_its_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("watch-out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::copy(fixture("incident/watch/watch.log"), out.join("watch.log")).unwrap();
+    let log = std::fs::read_to_string(out.join("watch.log")).unwrap();
+    let ev: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    let base = Path::new(ev["dir"].as_str().unwrap()).file_name().unwrap();
+    let cap = out.join(base);
+    std::fs::create_dir(&cap).unwrap();
+    for n in ["capture.json", "doctor-snapshot.json"] {
+        std::fs::copy(fixture(&format!("incident/capture/{n}")), cap.join(n)).unwrap();
+    }
+    let (code, page, err) = report(&[out.clone()], &[]);
+    assert_eq!(code, 0, "{err}");
+    let fired = doc(&cap.join("capture.json"))["fired_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        page.contains(&format!("<h3>Watch capture: {fired}")),
+        "{page}"
+    );
+    assert!(page.contains("data-name=\"burst timeline\""));
+    assert!(
+        page.contains(&format!(
+            "(below: Watch capture: {})",
+            ev["time"].as_str().unwrap()
+        )),
+        "the log row points at the capture"
+    );
+    assert!(page.contains("1 of the 1 captures are in this directory"));
+    // The log, the capture and its snapshot are one server's.
+    let details = headings(&page)
+        .into_iter()
+        .filter(|h| h.starts_with("Details: "))
+        .count();
+    assert_eq!(details, 1, "{:?}", headings(&page));
+    // Without the capture directory the row says where it was.
+    std::fs::remove_dir_all(&cap).unwrap();
+    let (_, page, _) = report(&[out], &[]);
+    assert!(page.contains("(not in this directory)"), "{page}");
 }

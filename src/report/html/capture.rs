@@ -158,9 +158,18 @@ impl Kind for WatchLog {
                     cell(&e["time"]),
                     cell(&e["server"]),
                     cell(&e["trigger"]),
-                    e["skipped"]
-                        .as_str()
-                        .map_or_else(|| cell(&e["dir"]), |s| format!("skipped: {s}")),
+                    match (e["skipped"].as_str(), e["here"].as_bool()) {
+                        (Some(s), _) => format!("skipped: {s}"),
+                        (None, Some(true)) => format!(
+                            "{} (below: Watch capture: {})",
+                            cell(&e["dir_name"]),
+                            cell(&e["time"])
+                        ),
+                        (None, Some(false)) => {
+                            format!("{} (not in this directory)", cell(&e["dir"]))
+                        }
+                        (None, None) => cell(&e["dir"]),
+                    },
                     cell(&p["running"]),
                     cell(&p["threads_running"]),
                     cell(&p["rt_p99_ms"]),
@@ -168,6 +177,7 @@ impl Kind for WatchLog {
             })
             .collect();
         let captured = ev.iter().filter(|e| e["dir"].is_string()).count();
+        let here = ev.iter().filter(|e| e["here"] == true).count();
         let mut blocks = vec![Block::Table(
             [
                 "time",
@@ -217,6 +227,11 @@ impl Kind for WatchLog {
                     })
                     .collect(),
             ));
+        }
+        if ev.iter().any(|e| e["here"].is_boolean()) {
+            blocks.push(Block::Para(format!(
+                "{here} of the {captured} captures are in this directory; each follows as its own section (its burst timeline and peaks)."
+            )));
         }
         let summary = vec![(
             2,

@@ -143,7 +143,11 @@ impl Kind for Doctor {
             .filter(|f| sev_rank(f["severity"].as_str().unwrap_or("")) <= 1)
             .map(|f| cell(&f["id"]))
             .collect();
+        sec.identity = doc
+            .get("identity")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
         sec.numbers = numbers(doc);
+        sec.windows = windows(doc);
         sec.picture = window_chart(doc);
         if let Some(p) = &sec.picture {
             sec.blocks.insert(1, p.clone());
@@ -231,12 +235,51 @@ fn numbers(doc: &Value) -> Vec<(String, String)> {
     let rt = &doc["rt"];
     if rt["requests"].as_u64().is_some_and(|n| n > 0) {
         out.push(("rt requests".into(), cell(&rt["requests"])));
-        out.push((
-            "rt p99 (time to last byte), us".into(),
-            cell(&rt["ttlb_us"]["p99_us"]),
-        ));
+        out.push((RT_RATE.into(), cell(&rt["rate_per_s"])));
+        out.push((RT_P99.into(), cell(&rt["ttlb_us"]["p99_us"])));
     }
     out
+}
+
+const RT_P99: &str = "rt p99 (time to last byte), us";
+const RT_RATE: &str = "rt requests/s";
+
+/// doctor --rt's intervals as windows of the rt numbers (an interval without requests has no
+/// p99).
+fn windows(doc: &Value) -> Vec<super::noise::Windows> {
+    let Some(rows) = doc["rt"]["rows"].as_array().filter(|r| !r.is_empty()) else {
+        return Vec::new();
+    };
+    let window_s = rows[0]["interval_s"].as_f64().unwrap_or(1.0);
+    let served = |r: &Value| r["requests"].as_f64().filter(|n| *n > 0.0);
+    let p99 = rows
+        .iter()
+        .map(|r| served(r).and(r["ttlb_p99_us"].as_f64()).unwrap_or(f64::NAN))
+        .collect();
+    let rate = rows
+        .iter()
+        .map(|r| {
+            let n = r["requests"].as_f64().unwrap_or(f64::NAN);
+            n / r["interval_s"]
+                .as_f64()
+                .filter(|s| *s > 0.0)
+                .unwrap_or(f64::NAN)
+        })
+        .collect();
+    vec![
+        super::noise::Windows {
+            name: RT_P99.into(),
+            values: p99,
+            window_s,
+            micros: true,
+        },
+        super::noise::Windows {
+            name: RT_RATE.into(),
+            values: rate,
+            window_s,
+            micros: false,
+        },
+    ]
 }
 
 /// The window's timeline from `doctor --rt`'s interval rows: running threads, Threads_running

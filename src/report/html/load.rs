@@ -1,6 +1,7 @@
 //! Reading inputs: a JSON document, JSON lines (`rt --json`), a snapshot file, a watch capture
-//! directory (`capture.json` beside `doctor-snapshot.json`), a `watch --out` directory (its
-//! `watch.log`), or a `doctor-fleet` document (one section per server besides the fleet's).
+//! directory (`capture.json` beside `doctor-snapshot.json`, the capture about the server the
+//! snapshot identifies), a `watch --out` directory (its `watch.log` and every capture directory
+//! in it), or a `doctor-fleet` document (one section per server besides the fleet's).
 
 use std::path::Path;
 
@@ -54,14 +55,10 @@ pub fn load(path: &Path) -> Vec<Input> {
     if path.is_dir() {
         let has = |n: &str| path.join(n).is_file();
         if has("capture.json") {
-            let mut out = one(&path.join("capture.json"), &source);
-            if has("doctor-snapshot.json") {
-                out.extend(one(&path.join("doctor-snapshot.json"), &source));
-            }
-            return out;
+            return capture_dir(path, &source);
         }
         if has("watch.log") {
-            return one(&path.join("watch.log"), &source);
+            return watch_dir(path, &source);
         }
         if has("doctor-snapshot.json") {
             return one(&path.join("doctor-snapshot.json"), &source);
@@ -73,8 +70,79 @@ pub fn load(path: &Path) -> Vec<Input> {
     one(path, &source)
 }
 
+/// A watch capture directory: its capture and the snapshot taken with it; the capture is
+/// about the server the snapshot identifies.
+fn capture_dir(path: &Path, source: &str) -> Vec<Input> {
+    let mut out = one(&path.join("capture.json"), source);
+    if path.join("doctor-snapshot.json").is_file() {
+        out.extend(one(&path.join("doctor-snapshot.json"), source));
+    }
+    let id = identity_of(&out);
+    for i in &mut out {
+        if let Input::Section { section, .. } = i {
+            section.identity = section.identity.take().or_else(|| id.clone());
+        }
+    }
+    out
+}
+
+/// The one identity the sections carry (None when none does, or they disagree).
+fn identity_of(inputs: &[Input]) -> Option<crate::journal::DocIdentity> {
+    let mut ids = inputs.iter().filter_map(|i| match i {
+        Input::Section { section, .. } => section.identity.as_ref(),
+        Input::Skipped { .. } => None,
+    });
+    let first = ids.next()?;
+    ids.all(|x| x.key == first.key).then(|| first.clone())
+}
+
+/// The capture directories directly inside `dir`, by name (watch names them by the time).
+fn capture_dirs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            // A link is not followed: a capture is a directory watch made here.
+            std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+                && p.join("capture.json").is_file()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A `watch --out` directory: its log (each event told whether its capture is here) and every
+/// capture in it, each as a capture directory given alone.
+fn watch_dir(path: &Path, source: &str) -> Vec<Input> {
+    let caps = capture_dirs(path);
+    let names: Vec<String> = caps
+        .iter()
+        .filter_map(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let mut captures: Vec<Input> = caps
+        .iter()
+        .flat_map(|c| capture_dir(c, &c.display().to_string()))
+        .collect();
+    let id = identity_of(&captures);
+    let mut out = one_with(&path.join("watch.log"), source, &names);
+    for i in &mut out {
+        if let Input::Section { section, .. } = i {
+            section.identity = section.identity.take().or_else(|| id.clone());
+        }
+    }
+    out.append(&mut captures);
+    out
+}
+
 /// One file, named `source` on the page.
 fn one(file: &Path, source: &str) -> Vec<Input> {
+    one_with(file, source, &[])
+}
+
+/// One file; `here` names the capture directories beside a watch.log.
+fn one_with(file: &Path, source: &str, here: &[String]) -> Vec<Input> {
     let skip = |why: String| {
         vec![Input::Skipped {
             source: source.to_string(),
@@ -86,7 +154,7 @@ fn one(file: &Path, source: &str) -> Vec<Input> {
         Err(e) => return skip(e),
     };
     let mut doc = if file.file_name().is_some_and(|n| n == "watch.log") {
-        match watch_log(&text) {
+        match watch_log(&text, here) {
             Ok(d) => d,
             Err(e) => return skip(format!("watch.log: {e}")),
         }
@@ -198,7 +266,7 @@ fn json_lines(text: &str) -> Option<Value> {
 /// peaks or why it was skipped), a burst (`burst`: what became of it) or a server's burst counts
 /// at the end of a run (`bursts`). Made into one document of schema `spinscope.watch-log/1` (the report's name for
 /// it: the file itself has no schema field).
-fn watch_log(text: &str) -> Result<Value, String> {
+fn watch_log(text: &str, here: &[String]) -> Result<Value, String> {
     let mut events = Vec::new();
     for (i, l) in text
         .lines()
@@ -215,6 +283,18 @@ fn watch_log(text: &str) -> Result<Value, String> {
                 "line {}: no \"time\" with \"trigger\", \"burst\" or \"bursts\": not a watch log line",
                 i + 1
             ));
+        }
+        let mut v = v;
+        // The capture's directory as watch named it then; the same name beside the log is it.
+        let base = v["dir"]
+            .as_str()
+            .and_then(|d| Path::new(d).file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        if let Some(b) = base {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("here".into(), Value::Bool(here.contains(&b)));
+                o.insert("dir_name".into(), Value::String(b));
+            }
         }
         events.push(v);
     }

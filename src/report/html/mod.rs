@@ -16,6 +16,7 @@ mod doctor;
 mod fleet;
 mod lab;
 mod load;
+pub mod noise;
 pub mod page;
 mod probe;
 mod profile;
@@ -87,6 +88,11 @@ pub struct Section {
     pub numbers: Vec<(String, String)>,
     /// The chart that stands for the document in a before/after pair.
     pub picture: Option<Block>,
+    /// Which server, as the server itself reported it (the journal's key and facts): one
+    /// server reached by TCP and by the socket is one section of the page.
+    pub identity: Option<crate::journal::DocIdentity>,
+    /// Headline numbers' values per window (named as in `numbers`): their noise.
+    pub windows: Vec<noise::Windows>,
 }
 
 impl Section {
@@ -107,6 +113,8 @@ impl Section {
             finding_ids: Vec::new(),
             numbers: Vec::new(),
             picture: None,
+            identity: None,
+            windows: Vec::new(),
         }
     }
 }

@@ -1,7 +1,11 @@
 //! The page's order, shared by HTML and Markdown: the verdict first (per server its worst
 //! finding in words, the numbers behind it, the fix as SQL and option-file lines, what a later
-//! document measured after it), then before/after pairs, then the details grouped per server in
-//! time order under unique headings, then the inputs left out.
+//! document measured after it, and "Fixed" with when and by which document once a later
+//! document of the same server no longer shows it), then before/after pairs (each number with
+//! its windows' noise and whether the difference is within it), then the details grouped per
+//! server in time order under unique headings, then the inputs left out. A server is known by
+//! what it reports about itself (the journal's identity), never by the connection string: one
+//! server reached by TCP and by the socket is one section that names both ways.
 
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -16,6 +20,8 @@ pub struct Part {
     /// The input the part comes from (details only).
     pub source: Option<String>,
     pub blocks: Vec<Block>,
+    /// How the part is marked: "critical", "warning", "fixed" (a verdict's state).
+    pub class: Option<&'static str>,
 }
 
 /// A time as `2026-11-26 08:31:02 UTC`.
@@ -35,22 +41,133 @@ struct Doc<'a> {
     s: &'a Section,
 }
 
-/// The sections, grouped per server (servers with a verdict first, worst first), each group in
-/// time order; sections about no server last, under "This host and other documents".
-fn groups<'a>(inputs: &'a [Input]) -> Vec<(String, Vec<Doc<'a>>)> {
-    let mut out: Vec<(String, Vec<Doc<'a>>)> = Vec::new();
-    for i in inputs {
-        if let Input::Section { source, section } = i {
-            let key = section.server.clone().unwrap_or_default();
-            let d = Doc { source, s: section };
-            match out.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, v)) => v.push(d),
-                None => out.push((key, vec![d])),
-            }
+/// One server's documents: grouped by what the server reported about itself (the journal's
+/// identity: `@@server_uuid`, else hostname, port, socket, datadir, server_id), never by the
+/// connection string, so TCP and the socket are one server. A document without an identity
+/// (an older spinscope's, a log) joins the one identified server it names as its endpoint;
+/// otherwise it stands under that endpoint.
+struct Group<'a> {
+    /// "" for documents about no server.
+    key: String,
+    identity: Option<crate::journal::DocIdentity>,
+    /// How the documents reached it (their targets), in order of appearance.
+    endpoints: Vec<String>,
+    docs: Vec<Doc<'a>>,
+}
+
+impl Group<'_> {
+    fn name(&self) -> String {
+        match (&self.identity, self.key.is_empty()) {
+            (_, true) => "This host and other documents".into(),
+            (Some(i), _) => match &i.uuid {
+                Some(u) => format!("Server {}:{} (server_uuid {u})", i.hostname, i.port),
+                None => format!("Server {}:{} (datadir {})", i.hostname, i.port, i.datadir),
+            },
+            (None, _) => self.endpoints.first().cloned().unwrap_or_default(),
         }
     }
-    for (_, v) in &mut out {
-        v.sort_by(|a, b| {
+
+    /// Which server this is and how it was reached, in one sentence.
+    fn intro(&self) -> Option<String> {
+        if self.key.is_empty() {
+            return None;
+        }
+        let ways: Vec<String> = self.endpoints.iter().map(|e| reached(e)).collect();
+        Some(match &self.identity {
+            Some(i) => {
+                let facts = match &i.uuid {
+                    Some(u) => format!("@@server_uuid {u}"),
+                    None => format!(
+                        "@@hostname {}, @@port {}, @@socket {}, @@datadir {}, @@server_id {}",
+                        i.hostname, i.port, i.socket, i.datadir, i.server_id
+                    ),
+                };
+                format!(
+                    "One server, known by what it reports ({facts}); reached {}.",
+                    join_and(&ways)
+                )
+            }
+            None => format!(
+                "These documents do not record which server answered (an older spinscope): grouped by how it was reached, {}.",
+                join_and(&ways)
+            ),
+        })
+    }
+}
+
+/// `user@/path/sock` is the Unix socket; `user@host:port` TCP.
+fn reached(endpoint: &str) -> String {
+    let after = endpoint.rsplit_once('@').map_or(endpoint, |x| x.1);
+    if after.starts_with('/') {
+        format!("by the socket as {endpoint}")
+    } else {
+        format!("by TCP as {endpoint}")
+    }
+}
+
+fn join_and(v: &[String]) -> String {
+    match v {
+        [] => String::new(),
+        [a] => a.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The sections, grouped per server (servers with a verdict first, worst first), each group in
+/// time order; sections about no server last, under "This host and other documents".
+fn groups<'a>(inputs: &'a [Input]) -> Vec<Group<'a>> {
+    let mut out: Vec<Group<'a>> = Vec::new();
+    let secs: Vec<Doc<'a>> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::Section { source, section } => Some(Doc { source, s: section }),
+            Input::Skipped { .. } => None,
+        })
+        .collect();
+    let mut rest = Vec::new();
+    // Identified documents first: their groups are what the others join.
+    for d in secs {
+        let Some(id) = d.s.identity.clone() else {
+            rest.push(d);
+            continue;
+        };
+        let key = format!("id {}", id.key);
+        let i = match out.iter().position(|g| g.key == key) {
+            Some(i) => i,
+            None => {
+                out.push(Group {
+                    key,
+                    identity: Some(id),
+                    endpoints: Vec::new(),
+                    docs: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        if let Some(e) = &d.s.server {
+            if !out[i].endpoints.contains(e) {
+                out[i].endpoints.push(e.clone());
+            }
+        }
+        out[i].docs.push(d);
+    }
+    for d in rest {
+        let ep = d.s.server.clone().unwrap_or_default();
+        let named: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].identity.is_some() && out[i].endpoints.contains(&ep))
+            .collect();
+        let i = match (ep.is_empty(), named.as_slice()) {
+            (true, _) => find_or_add(&mut out, String::new()),
+            (false, [one]) => *one,
+            (false, _) => find_or_add(&mut out, format!("at {ep}")),
+        };
+        if !ep.is_empty() && !out[i].endpoints.contains(&ep) {
+            out[i].endpoints.push(ep);
+        }
+        out[i].docs.push(d);
+    }
+    for g in &mut out {
+        g.docs.sort_by(|a, b| {
             let t = |d: &Doc| d.s.time_unix_s.unwrap_or(f64::MAX);
             t(a).total_cmp(&t(b))
         });
@@ -61,35 +178,34 @@ fn groups<'a>(inputs: &'a [Input]) -> Vec<(String, Vec<Doc<'a>>)> {
             .min()
             .unwrap_or(9)
     };
-    out.sort_by_key(|(k, v)| (k.is_empty(), worst(v)));
+    out.sort_by_key(|g| (g.key.is_empty(), worst(&g.docs)));
     out
 }
 
-fn server_name(key: &str) -> String {
-    if key.is_empty() {
-        "This host and other documents".into()
-    } else {
-        key.to_string()
+fn find_or_add(out: &mut Vec<Group>, key: String) -> usize {
+    if let Some(i) = out.iter().position(|g| g.key == key) {
+        return i;
     }
+    out.push(Group {
+        key,
+        identity: None,
+        endpoints: Vec::new(),
+        docs: Vec::new(),
+    });
+    out.len() - 1
 }
 
 /// The whole page as parts.
 pub fn plan(inputs: &[Input]) -> Vec<Part> {
     let groups = groups(inputs);
-    let mut parts = vec![Part {
-        level: 2,
-        id: "verdict".into(),
-        title: "Verdict".into(),
-        source: None,
-        blocks: Vec::new(),
-    }];
+    let mut parts = vec![part(2, "verdict", "Verdict".into())];
     let mut seen_lines: HashSet<String> = HashSet::new();
     let others: &[Doc] = groups
         .iter()
-        .find(|(k, _)| k.is_empty())
-        .map_or(&[], |(_, v)| v.as_slice());
-    for (key, docs) in groups.iter().filter(|(k, _)| !k.is_empty()) {
-        if let Some(p) = verdict(key, docs, others, &mut seen_lines) {
+        .find(|g| g.key.is_empty())
+        .map_or(&[], |g| g.docs.as_slice());
+    for (n, g) in groups.iter().enumerate().filter(|(_, g)| !g.key.is_empty()) {
+        if let Some(p) = verdict(n, g, others, &mut seen_lines) {
             for d in others
                 .iter()
                 .filter(|d| matches!(d.s.kind, "profile-diff" | "rt"))
@@ -99,6 +215,18 @@ pub fn plan(inputs: &[Input]) -> Vec<Part> {
             parts.push(p);
         }
     }
+    // The verdict box is red while a server has a critical finding now, amber for a warning,
+    // green when every finding was fixed.
+    let states: Vec<&str> = parts[1..].iter().filter_map(|p| p.class).collect();
+    parts[0].class = if states.contains(&"critical") {
+        Some("critical")
+    } else if states.contains(&"warning") {
+        Some("warning")
+    } else if !states.is_empty() {
+        Some("fixed")
+    } else {
+        None
+    };
     let others = also(&groups, &mut seen_lines);
     if parts.len() == 1 {
         let none = if inputs.iter().any(|i| matches!(i, Input::Section { .. })) {
@@ -141,12 +269,24 @@ fn part(level: u8, id: &str, title: String) -> Part {
         title,
         source: None,
         blocks: Vec::new(),
+        class: None,
+    }
+}
+
+fn severity(rank: u8) -> &'static str {
+    if rank == 0 {
+        "Critical"
+    } else {
+        "Warning"
     }
 }
 
 /// One server's verdict: its worst finding (from the first document with it), the numbers,
-/// the fix, and what the documents after the last one reporting it measured.
-fn verdict(key: &str, docs: &[Doc], others: &[Doc], seen: &mut HashSet<String>) -> Option<Part> {
+/// the fix, and what the documents after the last one reporting it measured. A later document
+/// of a kind that reported it (a doctor run, a capture's snapshot) without it marks it fixed:
+/// when, by which document, and what that document finds now.
+fn verdict(n: usize, g: &Group, others: &[Doc], seen: &mut HashSet<String>) -> Option<Part> {
+    let docs = &g.docs;
     let d = docs
         .iter()
         .filter(|d| d.s.verdict.is_some())
@@ -155,12 +295,56 @@ fn verdict(key: &str, docs: &[Doc], others: &[Doc], seen: &mut HashSet<String>) 
     let reports = |x: &Doc| x.s.finding_ids.contains(&v.finding_id);
     let last = docs.iter().rposition(&reports).unwrap_or(0);
     let fixed_at = docs[last].s.time_unix_s.unwrap_or(0.0);
-    let sev = if v.rank == 0 { "Critical" } else { "Warning" };
-    let mut p = part(3, &format!("verdict-{}", slug(key)), server_name(key));
-    p.blocks.push(Block::Para(format!(
-        "{sev}: {}.",
-        v.what.trim_end_matches('.')
-    )));
+    let kinds: Vec<&str> = docs
+        .iter()
+        .filter(|x| reports(x))
+        .map(|x| x.s.kind)
+        .collect();
+    let fixer = docs[last + 1..].iter().find(|x| kinds.contains(&x.s.kind));
+    let sev = severity(v.rank);
+    let name = g.name();
+    let mut p = part(3, &format!("verdict-{n}-{}", slug(&name)), name);
+    p.blocks.extend(g.intro().map(Block::Para));
+    let what = v.what.trim_end_matches('.');
+    p.class = Some(if v.rank == 0 { "critical" } else { "warning" });
+    if let Some(f) = fixer {
+        p.blocks.push(Block::Para(format!(
+            "Fixed: {what} ({} until {}; no longer reported by {}).",
+            sev.to_lowercase(),
+            at(&docs[last]),
+            at(f)
+        )));
+        // How things stand: the latest document of the kind that no longer reports it.
+        let latest = docs
+            .iter()
+            .rev()
+            .find(|x| x.s.kind == f.s.kind)
+            .unwrap_or(f);
+        let now = match &latest.s.verdict {
+            Some(w) => {
+                p.class = Some(if w.rank == 0 { "critical" } else { "warning" });
+                format!("{}: {}", severity(w.rank), w.what.trim_end_matches('.'))
+            }
+            None => {
+                p.class = Some("fixed");
+                "nothing at warning or above".into()
+            }
+        };
+        if let Some(w) = &latest.s.verdict {
+            seen.extend(
+                latest
+                    .s
+                    .summary
+                    .iter()
+                    .filter(|(_, l)| l.contains(w.what.trim_end_matches('.')))
+                    .map(|(_, l)| l.clone()),
+            );
+        }
+        p.blocks
+            .push(Block::Para(format!("Now, by {}: {now}.", at(latest))));
+    } else {
+        p.blocks.push(Block::Para(format!("{sev}: {what}.")));
+    }
     // The first numbers say it; the rest are in the details.
     let mut ev: Vec<String> = v.evidence.iter().take(3).cloned().collect();
     ev.extend(
@@ -171,10 +355,20 @@ fn verdict(key: &str, docs: &[Doc], others: &[Doc], seen: &mut HashSet<String>) 
             .cloned(),
     );
     if !ev.is_empty() {
+        if fixer.is_some() {
+            p.blocks.push(Block::Para("What it was:".into()));
+        }
         p.blocks.push(Block::List(ev));
     }
     if !v.sql.is_empty() {
-        p.blocks.push(Block::Para("The fix, now (SQL):".into()));
+        p.blocks.push(Block::Para(
+            if fixer.is_some() {
+                "The fix (SQL), as advised:"
+            } else {
+                "The fix, now (SQL):"
+            }
+            .into(),
+        ));
         p.blocks.push(Block::Code(v.sql.clone()));
     }
     if !v.option_file.is_empty() {
@@ -212,9 +406,17 @@ fn at(d: &Doc) -> String {
     format!("{} ({})", d.source, when(d.s.time_unix_s.unwrap_or(0.0)))
 }
 
+/// The noise of one number between two documents, when both kept its windows.
+fn noise_of(a: &Doc, b: &Doc, name: &str) -> Option<super::noise::Noise> {
+    let wa = a.s.windows.iter().find(|w| w.name == name)?;
+    let wb = b.s.windows.iter().find(|w| w.name == name)?;
+    Some(super::noise::compare(wa, wb))
+}
+
 /// What was measured after the fix: a later doctor run of the server without the finding, a
 /// profile diff, and response times from packets before and after (documents about no one
-/// server, placed by time around the last document that reported the finding).
+/// server, placed by time around the last document that reported the finding), with their
+/// noise.
 fn after_fix(v: &super::Verdict, later: &[Doc], others: &[Doc], fixed_at: f64) -> Vec<String> {
     let mut out = Vec::new();
     for d in later.iter().filter(|d| d.s.kind == "doctor") {
@@ -228,6 +430,9 @@ fn after_fix(v: &super::Verdict, later: &[Doc], others: &[Doc], fixed_at: f64) -
                         w.what.trim_end_matches('.')
                     )
                 });
+        if d.s.finding_ids.contains(&v.finding_id) {
+            continue;
+        }
         out.push(format!(
             "{}: no longer reports {}; its worst finding now: {now}.",
             at(d),
@@ -255,14 +460,21 @@ fn after_fix(v: &super::Verdict, later: &[Doc], others: &[Doc], fixed_at: f64) -
                 .find(|(n, _)| n == k)
                 .map_or("-".into(), |(_, x)| x.clone())
         };
+        let noise = |k: &str| {
+            noise_of(a, b, k).map_or(" (noise not kept)".into(), |n| {
+                format!(": {} {}", n.short, n.ci)
+            })
+        };
         out.push(format!(
-            "Response time from packets: p99 {} before ({}), {} after ({}); requests/s {} and {}.",
+            "Response time from packets: p99 {} before ({}), {} after ({}){}; requests/s {} and {}{}.",
             num(a, "time to last byte p99"),
             a.source,
             num(b, "time to last byte p99"),
             b.source,
+            noise("time to last byte p99"),
             num(a, "requests/s"),
-            num(b, "requests/s")
+            num(b, "requests/s"),
+            noise("requests/s")
         ));
     }
     out
@@ -270,10 +482,11 @@ fn after_fix(v: &super::Verdict, later: &[Doc], others: &[Doc], fixed_at: f64) -
 
 /// The summary lines not yet on the verdict screen (deduplicated), most severe first, and the
 /// headline of documents about no one server (profile diff, tune, rt).
-fn also(groups: &[(String, Vec<Doc>)], seen: &mut HashSet<String>) -> Vec<String> {
+fn also(groups: &[Group], seen: &mut HashSet<String>) -> Vec<String> {
     // The latest document of each kind says how things stand; earlier ones are in the details.
     let mut lines: Vec<(u8, String)> = Vec::new();
-    for (_, v) in groups {
+    for g in groups {
+        let v = &g.docs;
         for (i, d) in v.iter().enumerate() {
             if v[i + 1..].iter().any(|x| x.s.kind == d.s.kind) {
                 continue;
@@ -289,11 +502,13 @@ fn also(groups: &[(String, Vec<Doc>)], seen: &mut HashSet<String>) -> Vec<String
         .collect()
 }
 
-/// Per kind and server, the first and the last document in time: their numbers side by side
-/// and their pictures next to each other.
-fn pairs(groups: &[(String, Vec<Doc>)]) -> Vec<Part> {
+/// Per kind and server, the first and the last document in time: their numbers side by side,
+/// each number kept per window with its noise and whether the difference is within it, and
+/// their pictures next to each other.
+fn pairs(groups: &[Group]) -> Vec<Part> {
     let mut out = Vec::new();
-    for (key, docs) in groups {
+    for (gi, g) in groups.iter().enumerate() {
+        let docs = &g.docs;
         let mut kinds: Vec<&str> = docs.iter().map(|d| d.s.kind).collect();
         kinds.dedup();
         let mut done = HashSet::new();
@@ -305,15 +520,28 @@ fn pairs(groups: &[(String, Vec<Doc>)]) -> Vec<Part> {
             if of.len() < 2 {
                 continue;
             }
-            let (a, b) = (of[0], of[of.len() - 1]);
+            // The last document, or the last that kept windows when the first did (a
+            // snapshot beside two doctor --rt runs keeps none): numbers with their noise.
+            let a = of[0];
+            let b = of[1..]
+                .iter()
+                .rev()
+                .find(|d| !a.s.windows.is_empty() && !d.s.windows.is_empty())
+                .copied()
+                .unwrap_or(of[of.len() - 1]);
             let title = if a.s.title == b.s.title {
                 format!("Before and after: {}", a.s.title)
             } else {
                 format!("Before and after: {} / {}", a.s.title, b.s.title)
             };
-            let mut p = part(3, &format!("pair-{}-{k}", slug(key)), title);
+            let mut p = part(3, &format!("pair-{gi}-{}-{k}", slug(&g.name())), title);
+            p.blocks.push(Block::List(vec![
+                format!("before: {}", at(a)),
+                format!("after: {}", at(b)),
+            ]));
             let names: Vec<&String> = a.s.numbers.iter().map(|(n, _)| n).collect();
-            let rows: Vec<Vec<String>> = names
+            let mut noisy = Vec::new();
+            let mut rows: Vec<Vec<String>> = names
                 .iter()
                 .map(|n| {
                     let get = |d: &Doc| {
@@ -322,24 +550,28 @@ fn pairs(groups: &[(String, Vec<Doc>)]) -> Vec<Part> {
                             .find(|(m, _)| m == *n)
                             .map_or("-".into(), |(_, x)| x.clone())
                     };
-                    vec![n.to_string(), get(a), get(b)]
+                    let noise = noise_of(a, b, n);
+                    let cell = noise.as_ref().map_or(String::new(), |x| x.short.clone());
+                    noisy.extend(noise.map(|x| x.long));
+                    vec![n.to_string(), get(a), get(b), cell]
                 })
                 .collect();
-            let head = vec![
-                String::new(),
-                format!(
-                    "before: {} ({})",
-                    a.source,
-                    when(a.s.time_unix_s.unwrap_or(0.0))
-                ),
-                format!(
-                    "after: {} ({})",
-                    b.source,
-                    when(b.s.time_unix_s.unwrap_or(0.0))
-                ),
-            ];
+            let mut head = vec![String::new(), "before".into(), "after".into()];
+            if noisy.is_empty() {
+                for r in &mut rows {
+                    r.pop();
+                }
+            } else {
+                head.push("difference".into());
+            }
             if !rows.is_empty() {
                 p.blocks.push(Block::Table(head, rows));
+            }
+            if !noisy.is_empty() {
+                p.blocks.push(Block::Para(
+                    "The noise, from each document's windows (Welch's interval on the logarithms, 95%; within the noise when it holds no change):".into(),
+                ));
+                p.blocks.push(Block::List(noisy));
             }
             if let (Some(x), Some(y)) = (&a.s.picture, &b.s.picture) {
                 p.blocks.push(Block::Pair(vec![
@@ -353,17 +585,20 @@ fn pairs(groups: &[(String, Vec<Doc>)]) -> Vec<Part> {
     out
 }
 
-/// The details: per server a heading, then each document in time order, headings unique.
-fn details(groups: &[(String, Vec<Doc>)], parts: &mut Vec<Part>) {
+/// The details: per server a heading (which server, how it was reached), then each document
+/// in time order, headings unique.
+fn details(groups: &[Group], parts: &mut Vec<Part>) {
     let mut titles: HashSet<String> = parts.iter().map(|p| p.title.clone()).collect();
     let mut n = 0;
-    for (key, docs) in groups {
-        let mut head = format!("Details: {}", server_name(key));
+    for (gi, g) in groups.iter().enumerate() {
+        let mut head = format!("Details: {}", g.name());
         while !titles.insert(head.clone()) {
             head.push('+');
         }
-        parts.push(part(2, &format!("details-{}", slug(key)), head));
-        for d in docs {
+        let mut p = part(2, &format!("details-{gi}-{}", slug(&g.name())), head);
+        p.blocks.extend(g.intro().map(Block::Para));
+        parts.push(p);
+        for d in &g.docs {
             n += 1;
             let mut t = d.s.title.clone();
             if titles.contains(&t) {
@@ -381,6 +616,7 @@ fn details(groups: &[(String, Vec<Doc>)], parts: &mut Vec<Part>) {
                 title: t,
                 source: Some(d.source.to_string()),
                 blocks: d.s.blocks.clone(),
+                class: None,
             });
         }
     }
@@ -419,6 +655,7 @@ th{background:#f0f0f0}pre{background:#f6f6f6;border:1px solid #ddd;padding:.5em;
 svg{max-width:100%;height:auto}figure{margin:.5em 0}figcaption{font-size:.9em;color:#555}
 .pair{display:flex;flex-wrap:wrap;gap:1em}.pair>figure{flex:1 1 420px;min-width:0}
 #verdict{border:2px solid #b00;border-radius:6px;padding:.2em 1em .6em;margin-bottom:1em}#verdict h2{border:0;margin-top:.4em}
+#verdict.warning{border-color:#c70}#verdict.fixed{border-color:#286}div.critical,div.warning,div.fixed{border-left:5px solid #b00;padding-left:.7em}div.warning{border-color:#c70}div.fixed{border-color:#286}
 .source{color:#666;font-size:.9em}
 @media print{h3,figure,table{break-inside:avoid-page}a{color:inherit}.pair>figure{flex-basis:45%}}";
 
@@ -440,18 +677,19 @@ pub fn html(inputs: &[Input]) -> String {
             if open {
                 s.push_str("</section>\n");
             }
+            let class = p.class.map_or(String::new(), |c| format!(" class=\"{c}\""));
             let _ = writeln!(
                 s,
-                "<section id=\"{}\"><h2>{}</h2>",
+                "<section id=\"{}\"{class}><h2>{}</h2>",
                 esc(&p.id),
                 esc(&p.title)
             );
             open = true;
         } else {
-            let class = if p.source.is_some() {
-                " class=\"doc\""
-            } else {
-                ""
+            let class = match (p.source.is_some(), p.class) {
+                (true, _) => " class=\"doc\"".to_string(),
+                (false, Some(c)) => format!(" class=\"{c}\""),
+                (false, None) => String::new(),
             };
             let _ = writeln!(
                 s,
@@ -588,15 +826,51 @@ pub fn markdown(inputs: &[Input], files_dir: Option<&str>) -> Markdown {
     m
 }
 
+/// Columns of a Markdown prose line (a terminal's width; CommonMark reads a line break inside
+/// a paragraph or list item as a space).
+const MD_COLS: usize = 80;
+
+/// Words of `text` filled into lines of [`MD_COLS`], the first after `first`, the rest after
+/// `more`. A word that Markdown would read as markup at the start of a line (a list marker, a
+/// numbered item, a setext underline) never starts one; a word longer than the line stands
+/// alone.
+fn wrap(text: &str, first: &str, more: &str) -> String {
+    let mut out = String::from(first);
+    let mut col = first.chars().count();
+    let mut empty = true;
+    for w in text.split(' ').filter(|w| !w.is_empty()) {
+        let n = w.chars().count();
+        let marker = w.chars().all(|c| matches!(c, '-' | '+' | '=' | '*' | '_'))
+            || (w.len() <= 10
+                && w.ends_with(['.', ')'])
+                && w[..w.len() - 1].chars().all(|c| c.is_ascii_digit()));
+        let safe = !marker;
+        if !empty && col + 1 + n > MD_COLS && safe {
+            out.push('\n');
+            out.push_str(more);
+            col = more.chars().count();
+            empty = true;
+        }
+        if !empty {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(w);
+        col += n;
+        empty = false;
+    }
+    out
+}
+
 fn block_md(m: &mut Markdown, b: &Block, dir: Option<&str>) {
     let s = &mut m.text;
     match b {
         Block::Para(t) => {
-            let _ = write!(s, "{}\n\n", md(t));
+            let _ = write!(s, "{}\n\n", wrap(&md(t), "", ""));
         }
         Block::List(items) => {
             for it in items {
-                let _ = writeln!(s, "- {}", md(it));
+                let _ = writeln!(s, "{}", wrap(&md(it), "- ", "  "));
             }
             s.push('\n');
         }

@@ -128,6 +128,7 @@ impl Kind for Rt {
         sec.time_unix_s = total["start_unix_s"].as_f64();
         sec.numbers = numbers;
         sec.picture = picture;
+        sec.windows = windows(doc);
         Ok(sec)
     }
 }
@@ -166,4 +167,42 @@ fn interval_chart(doc: &Value, on: &str) -> Option<Block> {
         name: "rt p99 per interval".into(),
         svg: render(&tl),
     })
+}
+
+/// The run's intervals as windows of its p99 and rate (an interval without requests has no
+/// p99); none for a lone interval.
+fn windows(doc: &Value) -> Vec<super::noise::Windows> {
+    let Some(iv) = doc["intervals"].as_array().filter(|v| !v.is_empty()) else {
+        return Vec::new();
+    };
+    let window_s = iv[0]["interval_s"].as_f64().unwrap_or(f64::NAN);
+    let served = |r: &Value| r["requests"].as_u64().is_some_and(|n| n > 0);
+    let p99 = iv
+        .iter()
+        .map(|r| {
+            if served(r) {
+                r["ttlb_us"]["p99_us"].as_f64().unwrap_or(f64::NAN)
+            } else {
+                f64::NAN
+            }
+        })
+        .collect();
+    let rate = iv
+        .iter()
+        .map(|r| r["rate_per_s"].as_f64().unwrap_or(f64::NAN))
+        .collect();
+    vec![
+        super::noise::Windows {
+            name: "time to last byte p99".into(),
+            values: p99,
+            window_s,
+            micros: true,
+        },
+        super::noise::Windows {
+            name: "requests/s".into(),
+            values: rate,
+            window_s,
+            micros: false,
+        },
+    ]
 }
