@@ -5,6 +5,7 @@
 //! analysis modules (`spin`, `analysis`) are pure; `report` renders.
 
 pub mod analysis;
+pub mod change;
 pub mod cli;
 pub mod cpu;
 pub mod doctor;

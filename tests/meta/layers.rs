@@ -35,6 +35,8 @@ const RANKS: &[(&str, u32)] = &[
     ("profile", 3),
     ("journal", 3),
     ("interrupt", 4),
+    // the one change-guard protocol (SET GLOBAL, performance_schema instruments)
+    ("change", 4),
     // MySQL access and load
     ("server", 5),
     ("load", 5),
