@@ -19,7 +19,6 @@ pub mod lab;
 pub mod load;
 pub mod meter;
 pub mod profile;
-pub mod progress;
 pub mod proto;
 pub mod report;
 pub mod rt;

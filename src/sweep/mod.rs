@@ -6,8 +6,8 @@
 //! - [`plan`]: [`SweepPlan`] and its checks (every input checked before connecting).
 //! - [`step`]: one measured step through `load::driver::run_step`: [`measure_step`].
 //! - [`engine`]: [`run`]: the whole sweep into a [`SweepDoc`].
-//! - [`observe`]: the [`Observer`] trait progress is reported through; [`StderrLog`] prints the
-//!   classic `spinscope: ...` lines, [`Quiet`] nothing.
+//! - [`observe`]: the [`Observer`] trait progress is reported through ([`Quiet`]: nothing;
+//!   the CLI draws it, `cli::progress`).
 //!
 //! - [`doc`]: the `spinscope.sweep/1` document and its pure analysis (`analyze`); [`csv`]: its
 //!   CSV (saved after every step); the table is `report::sweep`, the charts and HTML
@@ -29,7 +29,7 @@ use crate::server::conn::{self as server_conn, Target, TlsCheck, TlsUse};
 
 pub use doc::{StepDoc, SweepDoc};
 pub use engine::{run, SweepRun};
-pub use observe::{Observer, Point, Quiet, StderrLog};
+pub use observe::{Observer, Point, Quiet};
 pub use plan::{secs, Outputs, SweepPlan};
 pub use step::{measure_step, Bench, StepSpec};
 

@@ -50,7 +50,6 @@ const RANKS: &[(&str, u32)] = &[
     // renderers take documents (today they still find the document types in the engines)
     ("report", 8),
     // the CLI and its progress display
-    ("progress", 9),
     ("cli", 10),
     ("lib", 11),
     ("main", 11),
