@@ -32,3 +32,34 @@ pub struct Changed {
     #[serde(default)]
     pub side_effect: bool,
 }
+
+/// A text as an SQL string literal: quoted, with `\\` and `'` escaped (the one quoting of
+/// values spinscope sends or shows in statements).
+pub fn sql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// A value as SHOW VARIABLES prints it, as the literal `SET GLOBAL` takes: a number as it is,
+/// anything else an [`sql_string`].
+pub fn sql_literal(v: &str) -> String {
+    if !v.is_empty() && v.parse::<f64>().is_ok() {
+        v.to_string()
+    } else {
+        sql_string(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_quote_what_is_not_a_number() {
+        assert_eq!(sql_literal("4"), "4");
+        assert_eq!(sql_literal("0.5"), "0.5");
+        assert_eq!(sql_literal(""), "''");
+        assert_eq!(sql_literal("ON"), "'ON'");
+        assert_eq!(sql_literal(r"a'b\c"), r"'a''b\\c'");
+        assert_eq!(sql_string("4"), "'4'");
+    }
+}

@@ -703,24 +703,43 @@ pub struct Findings {
     pub live: Vec<Record>,
 }
 
+/// Where one journal record stands for a process about to work on the server `now`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// This very process holds it.
+    Mine,
+    /// Another spinscope, still running, holds it.
+    Live,
+    /// The server restarted since: the change is gone; the record is closed now.
+    ClosedByRestart,
+    /// Its holder is gone and the server still holds the change.
+    LeftChanged,
+}
+
+/// Where `r` stands (the one reading of a record that `examine` and both change guards
+/// share); a record a restart made moot is closed here and on the server.
+pub fn standing(conn: &mut mysql::Conn, r: &Record, now: &ServerId) -> Standing {
+    match holder_state_on(conn, r) {
+        HolderState::Me => Standing::Mine,
+        HolderState::Alive => Standing::Live,
+        HolderState::Gone | HolderState::OtherHost if restarted_since(r, now) => {
+            close_everywhere(conn, r);
+            Standing::ClosedByRestart
+        }
+        HolderState::Gone | HolderState::OtherHost => Standing::LeftChanged,
+    }
+}
+
 /// Sort the journal's records for `now` into left behind / closed by a restart / live, and
 /// close the ones a restart made moot.
 pub fn examine(conn: &mut mysql::Conn, now: &ServerId) -> Findings {
     let mut f = Findings::default();
     for r in records_for(conn, now) {
-        match holder_state_on(conn, &r) {
-            HolderState::Me => continue,
-            HolderState::Alive => {
-                f.live.push(r);
-                continue;
-            }
-            HolderState::Gone | HolderState::OtherHost => {}
-        }
-        if restarted_since(&r, now) {
-            close_everywhere(conn, &r);
-            f.closed_by_restart.push(r);
-        } else {
-            f.left_changed.push(r);
+        match standing(conn, &r, now) {
+            Standing::Mine => {}
+            Standing::Live => f.live.push(r),
+            Standing::ClosedByRestart => f.closed_by_restart.push(r),
+            Standing::LeftChanged => f.left_changed.push(r),
         }
     }
     f

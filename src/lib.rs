@@ -5,6 +5,7 @@
 //! analysis modules (`spin`, `analysis`) are pure; `report` renders.
 
 pub mod analysis;
+pub mod change;
 pub mod cli;
 pub mod cpu;
 pub mod doctor;
@@ -18,7 +19,6 @@ pub mod lab;
 pub mod load;
 pub mod meter;
 pub mod profile;
-pub mod progress;
 /// The MySQL classic protocol: its own crate (crates/spinscope-proto), so that Cargo keeps it
 /// free of the rest of spinscope.
 pub use spinscope_proto as proto;

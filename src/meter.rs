@@ -1,7 +1,9 @@
-//! Progress as an engine reports it (issue 26): the [`Meter`] an engine calls as its work
-//! advances. The CLI's `progress` module implements it on stderr (`progress::Stderr`); library
-//! callers and tests pass [`Silent`]. Engines with richer events have their own observers
-//! (`lab::Progress`, `sweep::Observer`), which `progress` implements too.
+//! Progress and notes as an engine reports them (issues 26, 35): the [`Meter`] an engine
+//! pushes its events through as its work advances, as ripgrep's searcher pushes to a `Sink`;
+//! engines never print. The CLI's `cli::progress` implements it on stderr
+//! (`cli::progress::Stderr`); library callers and tests pass [`Silent`]. Engines with richer
+//! events have their own observers (`lab::Progress`, `sweep::Observer`), which
+//! `cli::progress` implements too.
 
 /// What an engine says about long work: a number of steps, or a fixed period.
 pub trait Meter {
@@ -17,6 +19,9 @@ pub trait Meter {
     fn period(&mut self, label: &str, what: &str, seconds: f64);
     /// The work or the period is over (done or stopped).
     fn finish(&mut self);
+    /// Something worth saying beside the progress (a CPU figure's age, the concurrency
+    /// chosen): the CLI shows it as a `spinscope: TEXT` line; engines never print it.
+    fn note(&mut self, text: &str);
 }
 
 /// A meter that shows nothing.
@@ -27,4 +32,5 @@ impl Meter for Silent {
     fn step(&mut self, _: u64, _: &str) {}
     fn period(&mut self, _: &str, _: &str, _: f64) {}
     fn finish(&mut self) {}
+    fn note(&mut self, _: &str) {}
 }

@@ -73,10 +73,14 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
                 quiet_journal: false,
             };
             let t0 = std::time::Instant::now();
-            let snap =
-                collect_metered(&target, &o, &stop, &mut crate::progress::Stderr::default())?;
+            let snap = collect_metered(
+                &target,
+                &o,
+                &stop,
+                &mut crate::cli::progress::Stderr::default(),
+            )?;
             // Said only where the window was announced (progress::Window), on stderr.
-            if a.window >= crate::progress::ANNOUNCE_S {
+            if a.window >= crate::cli::progress::ANNOUNCE_S {
                 eprintln!("{}", took_line(snap.window_s, t0.elapsed().as_secs_f64()));
             }
             (snap, "live".to_string())

@@ -76,7 +76,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         .map(|m| limit(m, &o))
         .max()
         .unwrap_or_default();
-    let shown = crate::progress::Servers::new(
+    let shown = crate::cli::progress::Servers::new(
         "doctor",
         members.len() as u64,
         at_once as u64,

@@ -191,7 +191,7 @@ pub fn run(a: LabArgs) -> Result<i32> {
     };
     // The shared handler (SIGINT, SIGTERM, SIGHUP, SIGQUIT): the engine polls its flag.
     crate::interrupt::install()?;
-    let doc = lab::run(&p, &mut crate::progress::lab())?;
+    let doc = lab::run(&p, &mut crate::cli::progress::lab())?;
     if let Some(out) = &charts {
         out.write(&report::lab::charts(&doc))?;
         eprintln!("spinscope lab: charts written to {}", out.dir().display());

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod lab;
 pub mod probe;
 pub mod profile;
+pub mod progress;
 pub mod report;
 pub mod restore;
 pub mod rt;

@@ -203,7 +203,7 @@ fn live(a: &ProfileArgs, opts: profile::Options) -> Result<profile::Analysis> {
             call_graph: a.call_graph,
         },
     };
-    let shown = crate::progress::Window::start("profile", &live.describe(), a.seconds);
+    let shown = crate::cli::progress::Window::start("profile", &live.describe(), a.seconds);
     let an = profile::run::record(&live, opts, save)?;
     drop(shown);
     Ok(an)

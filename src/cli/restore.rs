@@ -128,11 +128,7 @@ pub fn run(a: RestoreArgs) -> Result<i32> {
     for r in &recs {
         // A statement in flight when its process died: what moved beside it is named only.
         for (name, before, after) in journal::moved_since_in_flight(&mut conn, r) {
-            let lit = if before.parse::<f64>().is_ok() {
-                before.clone()
-            } else {
-                format!("'{}'", before.replace('\\', "\\\\").replace('\'', "''"))
-            };
+            let lit = crate::globals::sql_literal(&before);
             eprintln!(
                 "spinscope: note: {name} is {after} now, {before} just before spinscope's statement on {} that was in flight when its process died; spinscope cannot tell its side effect from someone else's change, so it is left as is (to put it back: SET GLOBAL {name} = {lit};)",
                 r.what

@@ -267,7 +267,7 @@ pub fn run(a: SpinArgs) -> Result<i32> {
                         .to_string(),
                 );
             }
-            source::resolve(&cpu_source(&a))?
+            source::resolve(&cpu_source(&a), &mut super::progress::Stderr::default())?
         }
     };
     given.sort();

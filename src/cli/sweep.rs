@@ -178,7 +178,7 @@ pub fn run(args: SweepArgs) -> Result<i32> {
             schema::check_schema_name(&a.schema)?;
             schema::check_prepare_sizes(a.tables, a.table_size, a.load_threads)?;
             let c = connector(&server_conn::resolve(&a.conn)?, None);
-            let mut shown = crate::progress::Prepare::new(&a.schema);
+            let mut shown = crate::cli::progress::Prepare::new(&a.schema);
             let (t, n, lt, f) = (a.tables, a.table_size, a.load_threads, a.force);
             schema::prepare(&c, &a.schema, t, n, lt, f, &mut |e| shown.event(e))?;
             Ok(EXIT_OK)
@@ -260,7 +260,7 @@ fn run_sweep(a: RunArgs) -> Result<i32> {
     let target = server_conn::resolve(&a.conn)?;
     crate::interrupt::set_query_timeout(target.query_timeout);
     let conns = Connectors::for_target(&target, &plan.schema);
-    let done = sweep::run(&plan, &conns, &mut crate::progress::Sweep::default())?;
+    let done = sweep::run(&plan, &conns, &mut crate::cli::progress::Sweep::default())?;
     // The error that stopped the sweep (a refusal, a failed step) is printed once, on stderr,
     // by main; the text report shows what `shown` keeps. The saved document and --json keep
     // the reason.

@@ -128,7 +128,7 @@ pub fn run(a: TuneArgs) -> Result<i32> {
         crate::files::check_output(p, "--save")?;
     }
     let target = server_conn::resolve(&a.conn)?;
-    let doc = engine::run(&plan, &target, &mut crate::progress::Stderr::default())?;
+    let doc = engine::run(&plan, &target, &mut crate::cli::progress::Stderr::default())?;
     if let Some(p) = &a.save {
         crate::files::write_atomic(
             p,

@@ -45,8 +45,9 @@ pub fn host_arch() -> Arch {
 }
 
 /// The model for a source. Errors: an unknown reference name, a figure out of range, an
-/// unreadable probe file (bad input); a probe that cannot run here (runtime).
-pub fn resolve(src: &CpuSource) -> Result<CpuModel> {
+/// unreadable probe file (bad input); a probe that cannot run here (runtime). A note about
+/// this host's figure (its age, a quick probe) goes to `shown`.
+pub fn resolve(src: &CpuSource, shown: &mut dyn crate::meter::Meter) -> Result<CpuModel> {
     match src {
         CpuSource::Reference(name) => Ok(CpuModel::from_reference(cpus::lookup(name)?)),
         CpuSource::PauseNs(ns) => Ok(CpuModel {
@@ -76,7 +77,7 @@ pub fn resolve(src: &CpuSource) -> Result<CpuModel> {
         CpuSource::ThisMachine => {
             let fig = super::saved::this_host()?;
             if let Some(n) = &fig.note {
-                eprintln!("spinscope: {n}");
+                shown.note(n);
             }
             Ok(super::cpu_model(&fig.report, &fig.label))
         }

@@ -22,8 +22,9 @@ use mysql::{Conn, Value};
 
 use super::spec::{restart_refusal, sql_value, Setting, Variant};
 use super::{describe_error, is_connection_error, Connector};
+use crate::change::{self, Change, Conflict, SetGlobal};
 use crate::error::{Error, Result};
-use crate::journal::{self, HolderState, Record, ServerId};
+use crate::journal::{self, Record, ServerId};
 
 pub use crate::globals::Changed;
 
@@ -91,32 +92,18 @@ fn volatile(name: &str) -> bool {
     journal::volatile_global(name)
 }
 
-/// A value as SHOW VARIABLES prints it, as an SQL literal for SET GLOBAL.
-fn literal_of_text(v: &str) -> String {
-    if !v.is_empty() && v.parse::<f64>().is_ok() {
-        v.to_string()
-    } else {
-        format!("'{}'", v.replace('\\', "\\\\").replace('\'', "''"))
-    }
-}
+// A value as SHOW VARIABLES prints it, as an SQL literal for SET GLOBAL.
+use crate::globals::sql_literal as literal_of_text;
 
 /// The named lock that marks a live holder of a variable.
 fn lock_name(var: &str) -> String {
-    let n = format!("spinscope:{}", var.to_ascii_lowercase());
-    n.chars().take(64).collect()
+    SetGlobal(var).lock()
 }
 
 /// A value read back from the server as an SQL literal that `SET GLOBAL` accepts again.
 fn literal(v: &Value) -> String {
     match v {
-        Value::Bytes(b) => {
-            let s = String::from_utf8_lossy(b);
-            if s.parse::<f64>().is_ok() {
-                s.into_owned()
-            } else {
-                v.as_sql(false)
-            }
-        }
+        Value::Bytes(b) => literal_of_text(&String::from_utf8_lossy(b)),
         other => other.as_sql(false),
     }
 }
@@ -187,9 +174,8 @@ impl SettingsGuard {
             // A new admin connection (after a KILL or a reconnect): take our locks again. One
             // that someone else took meanwhile stops the run at its next change.
             for l in &self.locks {
-                let got: Option<Option<i64>> =
-                    c.exec_first("SELECT GET_LOCK(?, 0)", (l,)).ok().flatten();
-                if got.flatten() != Some(1) && self.lost_lock.is_none() {
+                let got = change::take_lock(&mut c, l).unwrap_or(false);
+                if !got && self.lost_lock.is_none() {
                     self.lost_lock = Some(l.clone());
                 }
             }
@@ -325,45 +311,29 @@ impl SettingsGuard {
     /// Refuse a variable another spinscope holds (live) or left changed (dead), then take its
     /// named lock so others see us.
     fn claim(&mut self, var: &str, server: &ServerId) -> Result<()> {
-        let recs = self.with_conn("reading the change journal", |c| {
-            Ok(journal::records_for(c, server))
+        let conflict = self.with_conn("reading the change journal", |c| {
+            Ok(change::conflict(c, server, &SetGlobal(var)))
         })?;
-        for r in recs {
-            if !r.what.eq_ignore_ascii_case(var) {
-                continue;
+        match conflict {
+            None => {}
+            Some(Conflict::Live(r)) => {
+                return Err(Error::bad_input(format!(
+                    "{var} is being changed by another spinscope: {}; wait until it ends (its measurements would be disturbed by ours and ours by its)",
+                    journal::describe(&r)
+                )))
             }
-            let state = self.with_conn("reading the change journal", |c| {
-                Ok(journal::holder_state_on(c, &r))
-            })?;
-            match state {
-                HolderState::Me => {}
-                HolderState::Alive => {
-                    return Err(Error::bad_input(format!(
-                        "{var} is being changed by another spinscope: {}; wait until it ends (its measurements would be disturbed by ours and ours by its)",
-                        journal::describe(&r)
-                    )))
-                }
-                _ if journal::restarted_since(&r, server) => {
-                    let _ = self.with_conn("closing a journal record", |c| {
-                        journal::close_everywhere(c, &r);
-                        Ok(())
-                    });
-                }
-                _ => {
-                    return Err(Error::bad_input(format!(
-                        "{var} was left changed: {}; run `spinscope restore {}` first, so the sweep does not take {} for the original",
-                        journal::describe(&r),
-                        server.connect_hint,
-                        r.set_to
-                    )))
-                }
+            Some(Conflict::LeftChanged(r)) => {
+                return Err(Error::bad_input(format!(
+                    "{var} was left changed: {}; run `spinscope restore {}` first, so the sweep does not take {} for the original",
+                    journal::describe(&r),
+                    server.connect_hint,
+                    r.set_to
+                )))
             }
         }
         let name = lock_name(var);
-        let got: Option<Option<i64>> = self.with_conn("taking the named lock", |c| {
-            c.exec_first("SELECT GET_LOCK(?, 0)", (&name,))
-        })?;
-        if got.flatten() != Some(1) {
+        let got = self.with_conn("taking the named lock", |c| change::take_lock(c, &name))?;
+        if !got {
             let who = self.lock_holder(&name);
             return Err(Error::bad_input(format!(
                 "{var} is being changed by another spinscope: {who} holds the lock {name}; wait until it ends"
@@ -382,19 +352,15 @@ impl SettingsGuard {
         lock: &str,
     ) -> Result<Record> {
         let rec = Record {
-            id: journal::new_id(),
-            server: server.clone(),
-            what: var.to_string(),
-            original: plain(original),
-            set_to: plain(set_to),
-            check_sql: format!("SELECT @@GLOBAL.{var}"),
-            restore_sql: vec![format!("SET GLOBAL {var} = {original}")],
-            holder: journal::me(),
-            opened_unix_s: journal::now_unix(),
             lock: Some(lock_name(lock)),
             server_copy: self.mirror.clone(),
-            also_ours: Vec::new(),
-            around: BTreeMap::new(),
+            ..change::record(
+                &SetGlobal(var),
+                server,
+                plain(original),
+                plain(set_to),
+                original,
+            )
         };
         journal::open(&rec)?;
         self.copy_to_server(&rec);
@@ -557,10 +523,8 @@ impl SettingsGuard {
         if self.locks.iter().any(|l| l == RUN_LOCK) {
             return Ok(());
         }
-        let got: Option<Option<i64>> = self.with_conn("taking the named lock", |c| {
-            c.exec_first("SELECT GET_LOCK(?, 0)", (RUN_LOCK,))
-        })?;
-        if got.flatten() != Some(1) {
+        let got = self.with_conn("taking the named lock", |c| change::take_lock(c, RUN_LOCK))?;
+        if !got {
             let who = self.lock_holder(RUN_LOCK);
             // Name the holder's changes too, from the journal (this host's or the server's copy).
             let mut what = String::new();
@@ -773,19 +737,14 @@ impl SettingsGuard {
         self.claim(var, &server)?;
         let original = self.read(var)?;
         let rec = Record {
-            id: journal::new_id(),
-            server: server.clone(),
-            what: var.to_string(),
-            original: plain(&original),
-            set_to: plain(&original),
-            check_sql: format!("SELECT @@GLOBAL.{var}"),
-            restore_sql: vec![format!("SET GLOBAL {var} = {original}")],
-            holder: journal::me(),
-            opened_unix_s: journal::now_unix(),
-            lock: Some(lock_name(var)),
             server_copy: self.mirror.clone(),
-            also_ours: Vec::new(),
-            around: BTreeMap::new(),
+            ..change::record(
+                &SetGlobal(var),
+                &server,
+                plain(&original),
+                plain(&original),
+                &original,
+            )
         };
         eprintln!(
             "spinscope: changing {var} (was {}); it is restored at the end, on error and on a signal (journal: {})",

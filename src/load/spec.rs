@@ -190,10 +190,10 @@ pub fn parse_variants(list: &[String]) -> Result<Vec<Variant>, String> {
 
 /// SQL literal for a validated value: numbers as they are, everything else quoted.
 pub fn sql_value(v: &str) -> String {
-    if v.parse::<f64>().is_ok() || v.eq_ignore_ascii_case("default") {
+    if v.eq_ignore_ascii_case("default") {
         v.to_string()
     } else {
-        format!("'{v}'")
+        crate::globals::sql_literal(v)
     }
 }
 

@@ -119,9 +119,7 @@ const STATE_SQL: &str = "SELECT CONCAT((SELECT COUNT(*) FROM performance_schema.
      ' on and timed, global_instrumentation ', \
      (SELECT ENABLED FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation'))";
 
-fn sq(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
-}
+use crate::globals::sql_string as sq;
 
 /// The statements that put the recorded state back: one UPDATE per distinct (ENABLED, TIMED).
 /// When every wait/synch instrument had the same state (MariaDB's default: all off), one
@@ -164,6 +162,32 @@ fn restore_statements(
     out
 }
 
+/// The named lock a live holder of the instruments holds.
+const INSTRUMENTS_LOCK: &str = "spinscope:pfs_wait_synch";
+
+/// The instruments change as the guard protocol (`crate::change`) sees it: the wait/synch
+/// instruments and the global consumer that were not on, put back one UPDATE per state.
+struct Instruments<'a> {
+    instruments: &'a [(String, String, String)],
+    consumers: &'a [(String, String)],
+    total: u64,
+}
+
+impl crate::change::Change for Instruments<'_> {
+    fn what(&self) -> String {
+        INSTRUMENTS_WHAT.into()
+    }
+    fn lock(&self) -> String {
+        INSTRUMENTS_LOCK.into()
+    }
+    fn check_sql(&self) -> String {
+        STATE_SQL.into()
+    }
+    fn restore_sql(&self, _original: &str) -> Vec<String> {
+        restore_statements(self.instruments, self.consumers, self.total)
+    }
+}
+
 fn scalar(c: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
     let v: Option<Option<String>> = c.query_first(sql)?;
     Ok(v.flatten().unwrap_or_default())
@@ -174,7 +198,8 @@ impl InstrumentGuard {
     /// then enable them. Refuses (bad input) while another spinscope holds or left the
     /// instruments changed on this server.
     pub fn enable(conn: mysql::Conn, target: &Target) -> Result<InstrumentGuard> {
-        use crate::journal::{self, HolderState};
+        use crate::change::{self, Conflict};
+        use crate::journal;
         let mut g = InstrumentGuard {
             conn: Some(conn),
             target: target.clone(),
@@ -197,32 +222,28 @@ impl InstrumentGuard {
         };
         let c = g.conn.as_mut().expect("guard connection");
         let server = journal::identify(c, &target.endpoint(), &target.flags_hint()).map_err(err)?;
-        for r in journal::records_for(c, &server) {
-            if r.what != INSTRUMENTS_WHAT {
-                continue;
+        let nothing = Instruments {
+            instruments: &[],
+            consumers: &[],
+            total: 0,
+        };
+        match change::conflict(c, &server, &nothing) {
+            None => {}
+            Some(Conflict::Live(r)) => {
+                return Err(crate::Error::bad_input(format!(
+                    "--enable-instruments: another spinscope holds them: {}; wait until it ends, or run without --enable-instruments",
+                    journal::describe(&r)
+                )))
             }
-            match journal::holder_state_on(c, &r) {
-                HolderState::Me => {}
-                HolderState::Alive => {
-                    return Err(crate::Error::bad_input(format!(
-                        "--enable-instruments: another spinscope holds them: {}; wait until it ends, or run without --enable-instruments",
-                        journal::describe(&r)
-                    )))
-                }
-                _ if journal::restarted_since(&r, &server) => journal::close_everywhere(c, &r),
-                _ => {
-                    return Err(crate::Error::bad_input(format!(
-                        "--enable-instruments: {} and it was never set back; run `spinscope restore {}` first",
-                        journal::describe(&r),
-                        server.connect_hint
-                    )))
-                }
+            Some(Conflict::LeftChanged(r)) => {
+                return Err(crate::Error::bad_input(format!(
+                    "--enable-instruments: {} and it was never set back; run `spinscope restore {}` first",
+                    journal::describe(&r),
+                    server.connect_hint
+                )))
             }
         }
-        let got: Option<Option<i64>> = c
-            .query_first("SELECT GET_LOCK('spinscope:pfs_wait_synch', 0)")
-            .map_err(err)?;
-        if got.flatten() != Some(1) {
+        if !change::take_lock(c, INSTRUMENTS_LOCK).map_err(err)? {
             return Err(crate::Error::bad_input(
                 "--enable-instruments: another spinscope holds the lock spinscope:pfs_wait_synch on this server; wait until it ends",
             ));
@@ -265,43 +286,42 @@ impl InstrumentGuard {
                 .unwrap_or_default(),
         ];
         let rec = journal::Record {
-            id: journal::new_id(),
-            server,
-            what: INSTRUMENTS_WHAT.into(),
-            original,
-            set_to: format!("{t} of {t} on and timed, global_instrumentation YES"),
-            check_sql: STATE_SQL.into(),
-            restore_sql: restore_statements(&g.instruments, &g.consumers, g.total),
-            holder: journal::me(),
-            opened_unix_s: journal::now_unix(),
-            lock: Some("spinscope:pfs_wait_synch".into()),
-            server_copy: None,
             also_ours,
-            around: Default::default(),
+            ..change::record(
+                &g.change(),
+                &server,
+                original,
+                format!("{t} of {t} on and timed, global_instrumentation YES"),
+                "",
+            )
         };
         // Durable record first, then the change.
         journal::open(&rec)?;
         g.record = Some(rec);
         let c = g.conn.as_mut().expect("guard connection");
-        let r = [
-            "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
-             WHERE NAME LIKE 'wait/synch/%'",
-            "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' \
-             WHERE NAME = 'global_instrumentation'",
-        ]
-        .iter()
-        .try_for_each(|sql| {
-            journal::fault_point(journal::Fault::AfterJournal);
-            c.query_drop(sql)?;
-            journal::fault_point(journal::Fault::AfterStatement);
-            Ok(())
-        });
+        let r = change::send_journaled(
+            c,
+            &[
+                "UPDATE performance_schema.setup_instruments SET ENABLED = 'YES', TIMED = 'YES' \
+                 WHERE NAME LIKE 'wait/synch/%'",
+                "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' \
+                 WHERE NAME = 'global_instrumentation'",
+            ],
+        );
         match r {
             Ok(()) => Ok(g),
             Err(e) => {
                 g.restore();
                 Err(err(e))
             }
+        }
+    }
+
+    fn change(&self) -> Instruments<'_> {
+        Instruments {
+            instruments: &self.instruments,
+            consumers: &self.consumers,
+            total: self.total,
         }
     }
 
@@ -347,7 +367,7 @@ impl InstrumentGuard {
             return self.restored;
         }
         self.attempted = true;
-        let stmts = restore_statements(&self.instruments, &self.consumers, self.total);
+        let stmts = crate::change::Change::restore_sql(&self.change(), "");
         let expect = self
             .record
             .as_ref()
@@ -849,8 +869,7 @@ impl<'a> Live<'a> {
         if let Some(j) = journal.as_ref().filter(|_| !o.quiet_journal) {
             j.warn();
         }
-        let (version, version_comment): (String, Option<String>) = conn
-            .query_first("SELECT VERSION(), @@version_comment")
+        let (version, version_comment) = super::live_settings::version_on(&mut conn)
             .map_err(|e| super::conn::explain(t, &e))?
             .unwrap_or_default();
         let live = Live {

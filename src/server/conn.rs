@@ -198,7 +198,54 @@ impl std::fmt::Debug for Target {
     }
 }
 
+/// Whether a connection to a target uses TLS (the one policy both clients follow: the mysql
+/// crate's connections here and the events client's in `load::wire`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsUse {
+    /// DISABLED, or a Unix socket (the mysql client never uses TLS there).
+    No,
+    /// PREFERRED: plain when the server offers no TLS or the TLS handshake fails.
+    IfOffered,
+    /// REQUIRED, VERIFY_CA, VERIFY_IDENTITY.
+    Must,
+}
+
+/// How the server's certificate is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsCheck {
+    /// PREFERRED, REQUIRED: not checked.
+    Nothing,
+    /// VERIFY_CA: the chain against this CA; the host name is not checked.
+    Ca(PathBuf),
+    /// VERIFY_IDENTITY: the chain against this CA and the host name as given.
+    CaAndName(PathBuf),
+}
+
+/// `--ssl-mode` and `--ssl-ca` for one target, decided once ([`Target::tls_policy`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsPolicy {
+    pub tls: TlsUse,
+    pub check: TlsCheck,
+}
+
 impl Target {
+    /// The TLS policy of connections to this target: never on a Unix socket, else as
+    /// `--ssl-mode` says (`resolve` makes sure VERIFY_* come with `--ssl-ca`).
+    pub fn tls_policy(&self) -> TlsPolicy {
+        let tls = match (self.socket.is_some(), self.ssl_mode) {
+            (true, _) | (false, SslMode::Disabled) => TlsUse::No,
+            (false, SslMode::Preferred) => TlsUse::IfOffered,
+            (false, _) => TlsUse::Must,
+        };
+        let ca = self.ssl_ca.clone().unwrap_or_default();
+        let check = match self.ssl_mode {
+            SslMode::VerifyCa => TlsCheck::Ca(ca),
+            SslMode::VerifyIdentity => TlsCheck::CaAndName(ca),
+            _ => TlsCheck::Nothing,
+        };
+        TlsPolicy { tls, check }
+    }
+
     /// `user@host:port` or `user@socket`, never the password.
     pub fn describe(&self) -> String {
         match &self.socket {
@@ -688,17 +735,17 @@ fn opts(t: &Target, tls: bool) -> mysql::OptsBuilder {
         Some(s) => b.socket(Some(s.to_string_lossy().into_owned())),
         None => b.ip_or_hostname(Some(t.host.clone())).tcp_port(t.port),
     };
-    if tls && t.socket.is_none() {
+    let policy = t.tls_policy();
+    if tls && policy.tls != TlsUse::No {
         let mut ssl = mysql::SslOpts::default();
-        match t.ssl_mode {
-            SslMode::Disabled => return b,
-            SslMode::Preferred | SslMode::Required => {
+        match policy.check {
+            TlsCheck::Nothing => {
                 ssl = ssl
                     .with_danger_accept_invalid_certs(true)
                     .with_danger_skip_domain_validation(true);
             }
-            SslMode::VerifyCa => ssl = ssl.with_danger_skip_domain_validation(true),
-            SslMode::VerifyIdentity => {}
+            TlsCheck::Ca(_) => ssl = ssl.with_danger_skip_domain_validation(true),
+            TlsCheck::CaAndName(_) => {}
         }
         if let Some(ca) = &t.ssl_ca {
             ssl = ssl.with_root_cert_path(Some(ca.clone()));
@@ -811,13 +858,14 @@ pub fn connect_target_with(
     t: &Target,
     extra: impl Fn(mysql::OptsBuilder) -> mysql::OptsBuilder,
 ) -> Result<mysql::Conn> {
-    let want_tls = t.ssl_mode != SslMode::Disabled && t.socket.is_none();
+    let policy = t.tls_policy();
+    let want_tls = policy.tls != TlsUse::No;
     let c = match mysql::Conn::new(extra(opts(t, want_tls))) {
         Ok(c) => c,
         Err(
             mysql::Error::DriverError(mysql::DriverError::TlsNotSupported)
             | mysql::Error::TlsError(_),
-        ) if t.ssl_mode == SslMode::Preferred => {
+        ) if policy.tls == TlsUse::IfOffered => {
             mysql::Conn::new(extra(opts(t, false))).map_err(|e| explain(t, &e))?
         }
         Err(e) => return Err(explain(t, &e)),
@@ -1024,6 +1072,40 @@ mod tests {
         let t = resolve_with(&a, None, &no_prompt).unwrap();
         assert_eq!((t.host.as_str(), t.socket.as_deref()), ("localhost", None));
         assert!(t.is_local());
+    }
+
+    #[test]
+    fn one_tls_policy_from_the_mode_and_the_transport() {
+        let ca = tempfile::NamedTempFile::new().unwrap();
+        let mut a = args();
+        a.host = Some("db.example".into());
+        a.ssl_ca = Some(ca.path().to_path_buf());
+        let mut policy = |m| {
+            a.ssl_mode = Some(m);
+            resolve_with(&a, None, &no_prompt).unwrap().tls_policy()
+        };
+        let ca = ca.path().to_path_buf();
+        assert_eq!(policy(SslMode::Disabled).tls, TlsUse::No);
+        assert_eq!(policy(SslMode::Preferred).tls, TlsUse::IfOffered);
+        assert_eq!(policy(SslMode::Required).check, TlsCheck::Nothing);
+        assert_eq!(
+            policy(SslMode::VerifyCa),
+            TlsPolicy {
+                tls: TlsUse::Must,
+                check: TlsCheck::Ca(ca.clone())
+            }
+        );
+        assert_eq!(
+            policy(SslMode::VerifyIdentity).check,
+            TlsCheck::CaAndName(ca)
+        );
+        let mut s = args();
+        s.socket = Some("/tmp/mysqld.sock".into());
+        s.ssl_mode = Some(SslMode::Required);
+        assert_eq!(
+            resolve_with(&s, None, &no_prompt).unwrap().tls_policy().tls,
+            TlsUse::No
+        );
     }
 
     #[test]

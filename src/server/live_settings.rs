@@ -20,38 +20,82 @@ pub struct LiveSettings {
     pub variables: BTreeMap<String, String>,
 }
 
-pub fn read(t: &Target) -> Result<LiveSettings> {
-    let (mut c, _) = connect_checked(t)?;
-    let q = |e: mysql::Error| {
-        Error::runtime(format!(
-            "reading the spin settings of {}: {e}",
-            t.describe()
-        ))
+/// The statement that reads the version and its comment.
+pub const VERSION_SQL: &str = "SELECT VERSION(), @@version_comment";
+
+/// The statement that reads the spin variables (those a server has of the three).
+pub const SPIN_VARIABLES_SQL: &str = "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
+     ('innodb_spin_wait_delay', 'innodb_sync_spin_loops', 'innodb_spin_wait_pause_multiplier')";
+
+/// A server's version and spin variables, as [`read_on`] found them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SpinVariables {
+    /// `VERSION()`; None when the server returned no row.
+    pub version: Option<String>,
+    pub version_comment: Option<String>,
+    /// Lower-case names.
+    pub variables: BTreeMap<String, String>,
+}
+
+/// A failed statement of [`read_on`]: which one (`SELECT VERSION()`, `SHOW GLOBAL
+/// VARIABLES`) and the client's error.
+#[derive(Debug)]
+pub struct ReadFailed {
+    pub statement: &'static str,
+    pub error: mysql::Error,
+}
+
+/// The one reader of a server's version and spin settings (`spin --from-server`, tune, sweep),
+/// with plain SELECTs any user may run.
+pub fn read_on(c: &mut impl Queryable) -> std::result::Result<SpinVariables, ReadFailed> {
+    let row = version_on(c).map_err(|error| ReadFailed {
+        statement: "SELECT VERSION()",
+        error,
+    })?;
+    let rows: Vec<(String, String)> = c.query(SPIN_VARIABLES_SQL).map_err(|error| ReadFailed {
+        statement: "SHOW GLOBAL VARIABLES",
+        error,
+    })?;
+    let (version, version_comment) = match row {
+        Some((v, c)) => (Some(v), c),
+        None => (None, None),
     };
-    let (version, comment): (String, Option<String>) = c
-        .query_first("SELECT VERSION(), @@version_comment")
-        .map_err(q)?
-        .ok_or_else(|| {
-            Error::runtime(format!(
-                "{}: SELECT VERSION() returned nothing",
-                t.describe()
-            ))
-        })?;
-    let rows: Vec<(String, String)> = c
-        .query(
-            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('innodb_spin_wait_delay', \
-             'innodb_sync_spin_loops', 'innodb_spin_wait_pause_multiplier')",
-        )
-        .map_err(q)?;
-    Ok(LiveSettings {
-        target: t.describe(),
-        local: t.is_local(),
+    Ok(SpinVariables {
         version,
-        version_comment: comment,
+        version_comment,
         variables: rows
             .into_iter()
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect(),
+    })
+}
+
+/// `VERSION()` and `@@version_comment` (doctor's collection reads the variables itself).
+pub fn version_on(c: &mut impl Queryable) -> mysql::Result<Option<(String, Option<String>)>> {
+    c.query_first(VERSION_SQL)
+}
+
+pub fn read(t: &Target) -> Result<LiveSettings> {
+    let (mut c, _) = connect_checked(t)?;
+    let read = read_on(&mut c).map_err(|f| {
+        Error::runtime(format!(
+            "reading the spin settings of {}: {}",
+            t.describe(),
+            f.error
+        ))
+    })?;
+    let version = read.version.ok_or_else(|| {
+        Error::runtime(format!(
+            "{}: SELECT VERSION() returned nothing",
+            t.describe()
+        ))
+    })?;
+    Ok(LiveSettings {
+        target: t.describe(),
+        local: t.is_local(),
+        version,
+        version_comment: read.version_comment,
+        variables: read.variables,
     })
 }
 

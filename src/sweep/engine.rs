@@ -6,8 +6,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use mysql::prelude::Queryable;
-
 use super::doc::{self as doc_mod, ServerInfo, SweepConfig, SweepDoc};
 use super::observe::{Observer, Point};
 use super::plan::SweepPlan;
@@ -53,10 +51,9 @@ impl SweepRun {
 pub fn run(plan: &SweepPlan, conns: &Connectors, observer: &mut dyn Observer) -> Result<SweepRun> {
     plan.validate()?;
     let mut admin = (conns.admin)()?;
-    let version: String = admin
-        .query_first("SELECT VERSION()")
+    let version: String = crate::server::live_settings::read_on(&mut admin)
         .ok()
-        .flatten()
+        .and_then(|r| r.version)
         .unwrap_or_else(|| "unknown".into());
     // Marker, finished prepare, promised rows: refused before any change.
     let st = schema::verify_for_run(&mut admin, &plan.schema)?;

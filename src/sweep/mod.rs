@@ -6,8 +6,8 @@
 //! - [`plan`]: [`SweepPlan`] and its checks (every input checked before connecting).
 //! - [`step`]: one measured step through `load::driver::run_step`: [`measure_step`].
 //! - [`engine`]: [`run`]: the whole sweep into a [`SweepDoc`].
-//! - [`observe`]: the [`Observer`] trait progress is reported through; [`StderrLog`] prints the
-//!   classic `spinscope: ...` lines, [`Quiet`] nothing.
+//! - [`observe`]: the [`Observer`] trait progress is reported through ([`Quiet`]: nothing;
+//!   the CLI draws it, `cli::progress`).
 //!
 //! - [`doc`]: the `spinscope.sweep/1` document and its pure analysis (`analyze`); [`csv`]: its
 //!   CSV (saved after every step); the table is `report::sweep`, the charts and HTML
@@ -25,11 +25,11 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::load::wire::{self, Endpoint, Tls, Verify};
 use crate::load::{self, Connector, WireConnector};
-use crate::server::conn::{self as server_conn, SslMode, Target};
+use crate::server::conn::{self as server_conn, Target, TlsCheck, TlsUse};
 
 pub use doc::{StepDoc, SweepDoc};
 pub use engine::{run, SweepRun};
-pub use observe::{Observer, Point, Quiet, StderrLog};
+pub use observe::{Observer, Point, Quiet};
 pub use plan::{secs, Outputs, SweepPlan};
 pub use step::{measure_step, Bench, StepSpec};
 
@@ -65,17 +65,17 @@ pub fn connector(target: &Target, db: Option<&str>) -> Connector {
 /// The event client's connections to `target`, inside `db` (its own protocol code; TLS as
 /// the thread client decides it: never on a Unix socket, `--ssl-mode` over TCP).
 pub fn wire_connector(target: &Target, db: &str) -> WireConnector {
-    let tls = match (target.socket.is_some(), target.ssl_mode) {
-        (true, _) | (false, SslMode::Disabled) => Tls::No,
-        (false, SslMode::Preferred) => Tls::IfOffered,
-        (false, _) => Tls::Must,
+    // The one TLS policy (`Target::tls_policy`), in this client's words.
+    let policy = target.tls_policy();
+    let tls = match policy.tls {
+        TlsUse::No => Tls::No,
+        TlsUse::IfOffered => Tls::IfOffered,
+        TlsUse::Must => Tls::Must,
     };
-    // resolve() makes sure VERIFY_* come with --ssl-ca; without one nothing can be trusted.
-    let ca = target.ssl_ca.clone().unwrap_or_default();
-    let verify = match target.ssl_mode {
-        SslMode::VerifyCa => Verify::Ca(ca),
-        SslMode::VerifyIdentity => Verify::CaAndName(ca),
-        _ => Verify::Nothing,
+    let verify = match policy.check {
+        TlsCheck::Nothing => Verify::Nothing,
+        TlsCheck::Ca(ca) => Verify::Ca(ca),
+        TlsCheck::CaAndName(ca) => Verify::CaAndName(ca),
     };
     let ep = Endpoint {
         socket: target.socket.clone(),

@@ -1,7 +1,7 @@
 //! Progress of a sweep, reported to an [`Observer`]. Every method has a default that does
 //! nothing, so an observer implements only what it shows: a progress bar needs
-//! [`Observer::start`] and [`Observer::step_done`]; [`StderrLog`] prints every event as the
-//! `spinscope: ...` lines the command always printed.
+//! [`Observer::start`] and [`Observer::step_done`]; the CLI's `cli::progress::StderrLog` draws
+//! every event as the `spinscope: ...` lines the command always printed.
 //!
 //! Order of calls: `start` once, then per step `applied` (once per setting, when the variant
 //! names any), `step_start`, `step_done`, `notes` for that step; `note` at any time.
@@ -45,37 +45,7 @@ pub trait Observer {
 pub struct Quiet;
 impl Observer for Quiet {}
 
-/// The `spinscope: ...` lines on stderr.
-pub struct StderrLog;
-
-impl Observer for StderrLog {
-    fn applied(&mut self, variant: &str, now: &Setting, asked: &str) {
-        let same = now.value.eq_ignore_ascii_case(asked)
-            || matches!((now.value.parse::<f64>(), asked.parse::<f64>()), (Ok(a), Ok(b)) if a == b);
-        eprintln!(
-            "spinscope: variant {variant}: {} = {}{}",
-            now.variable,
-            now.value,
-            if same {
-                String::new()
-            } else {
-                format!(" (asked for {asked}: the server adjusted it)")
-            }
-        );
-    }
-
-    fn step_done(&mut self, at: Point, sd: &StepDoc, _wall: Duration) {
-        for line in step_lines(at, sd) {
-            eprintln!("spinscope: {line}");
-        }
-    }
-
-    fn note(&mut self, text: &str) {
-        eprintln!("spinscope: {text}");
-    }
-}
-
-/// What [`StderrLog`] says after a step (without the `spinscope: ` prefix): the rates and p99,
+/// What the CLI says after a step (without the `spinscope: ` prefix): the rates and p99,
 /// errors, an open loop that fell behind, an invalid step, statements prepared late.
 pub fn step_lines(at: Point, sd: &StepDoc) -> Vec<String> {
     let name = format!("threads {} {} #{}", at.threads, at.variant, at.repeat);

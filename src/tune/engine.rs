@@ -9,8 +9,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mysql::prelude::Queryable;
-
 use super::candidates::{changes, generate, Candidate};
 use super::doc::{curves, model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
 use super::plan::{Plan, StepTime, SHORT_DURATION_S, SHORT_WARMUP_S};
@@ -140,6 +138,7 @@ fn model_advice(
     current: &Settings,
     plan: &TunePlan,
     target: &Target,
+    shown: &mut dyn Meter,
 ) -> Result<(Option<Settings>, Option<String>, String)> {
     let cpu = match &plan.probe {
         Some(p) => {
@@ -156,7 +155,7 @@ fn model_advice(
             match crate::cpu::saved::this_host() {
                 Ok(fig) => {
                     if let Some(n) = &fig.note {
-                        eprintln!("spinscope: {n}");
+                        shown.note(n);
                     }
                     Some(crate::cpu::cpu_model(&fig.report, &fig.label))
                 }
@@ -187,7 +186,12 @@ fn model_advice(
 }
 
 /// The default concurrency: the knee of a quick ladder at the current settings.
-fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u32, String)> {
+fn quick_knee(
+    bench: &mut Bench,
+    client: &load::Client,
+    seed: u64,
+    shown: &mut dyn Meter,
+) -> Result<(u32, String)> {
     let mut pts = Vec::new();
     let mut steps = Vec::new();
     let current = Variant {
@@ -214,10 +218,10 @@ fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u3
         };
         let (sd, _) = measure_step(bench, &spec, &mut Quiet)?;
         let (tps, p99) = (sd.tps, sd.latency_us.p99);
-        eprintln!(
-            "spinscope: ladder: {threads} threads {tps:.0} tps, p99 {:.1} ms",
+        shown.note(&format!(
+            "ladder: {threads} threads {tps:.0} tps, p99 {:.1} ms",
             p99 / 1000.0
-        );
+        ));
         steps.push(format!("{threads}:{tps:.0}"));
         pts.push(StepPoint {
             threads: f64::from(threads),
@@ -251,7 +255,7 @@ fn quick_knee(bench: &mut Bench, client: &load::Client, seed: u64) -> Result<(u3
 /// Returns the document; settings are restored (or the winner left set with `--apply`) before
 /// it returns, on every path.
 pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<TuneDoc> {
-    let (mut s, load) = setup(plan, target)?;
+    let (mut s, load) = setup(plan, target, shown)?;
     let budget_s = (plan.budget.as_secs_f64() - s.started.elapsed().as_secs_f64()).max(0.0);
     let names: Vec<String> = s.cands.iter().map(|c| c.name.clone()).collect();
     let rp = race_plan(plan, budget_s, &names);
@@ -360,7 +364,7 @@ struct Load {
 /// Everything before the race, in order: the server's version and spin settings, the schema,
 /// the load client, the model's advice and the candidates, the settings guard (validated,
 /// the run lock taken), the stop flag, and the thread count.
-fn setup(plan: &TunePlan, target: &Target) -> Result<(Setup, Load)> {
+fn setup(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<(Setup, Load)> {
     let admin_connect = connector(target, None);
     let (version, info, current, st) = read_server(&admin_connect, plan)?;
     let (clients, client) = load_clients(plan, target)?;
@@ -371,7 +375,7 @@ fn setup(plan: &TunePlan, target: &Target) -> Result<(Setup, Load)> {
         mix: Mix::default(),
         custom: plan.custom.clone(),
     };
-    let (model, cpu_label, model_target) = model_advice(&info, &current, plan, target)?;
+    let (model, cpu_label, model_target) = model_advice(&info, &current, plan, target, shown)?;
     let cands = generate(&info, current, model, plan.max_candidates);
     let variants: Vec<Variant> = cands.iter().map(|c| variant(&info, &current, c)).collect();
     crate::interrupt::set_query_timeout(target.query_timeout);
@@ -397,11 +401,11 @@ fn setup(plan: &TunePlan, target: &Target) -> Result<(Setup, Load)> {
                 probe: &mut probe,
                 stop: &stop,
             };
-            quick_knee(&mut bench, &client, plan.seed)?
+            quick_knee(&mut bench, &client, plan.seed, shown)?
         }
     };
     if plan.threads.is_none() {
-        eprintln!("spinscope: {threads} threads: {threads_source}");
+        shown.note(&format!("{threads} threads: {threads_source}"));
     }
     let s = Setup {
         version,
@@ -433,24 +437,20 @@ fn read_server(
     plan: &TunePlan,
 ) -> Result<(String, FamilyInfo, Settings, schema::SchemaState)> {
     let mut admin = admin_connect()?;
-    let version: String = admin
-        .query_first("SELECT VERSION()")
-        .map_err(|e| Error::runtime(format!("SELECT VERSION(): {}", load::describe_error(&e).1)))?
-        .unwrap_or_default();
+    let read = crate::server::live_settings::read_on(&mut admin).map_err(|f| {
+        Error::runtime(format!(
+            "{}: {}",
+            f.statement,
+            load::describe_error(&f.error).1
+        ))
+    })?;
+    let version = read.version.unwrap_or_default();
     let sv = crate::spin::version::parse_version(&version, None)?;
     let info = family_for(&sv);
-    let vars: Vec<(String, String)> = admin
-        .query("SHOW GLOBAL VARIABLES LIKE 'innodb_s%'")
-        .map_err(|e| {
-            Error::runtime(format!(
-                "SHOW GLOBAL VARIABLES: {}",
-                load::describe_error(&e).1
-            ))
-        })?;
     let (current, _, bad) = settings_from_vars(&info, |n| {
-        vars.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(n))
-            .map(|(_, v)| v.as_str())
+        read.variables
+            .get(&n.to_ascii_lowercase())
+            .map(String::as_str)
     });
     if let Some(b) = bad.first() {
         return Err(Error::bad_input(format!("{b}: fix it before tuning")));

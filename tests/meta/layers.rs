@@ -35,6 +35,8 @@ const RANKS: &[(&str, u32)] = &[
     ("profile", 3),
     ("journal", 3),
     ("interrupt", 4),
+    // the one change-guard protocol (SET GLOBAL, performance_schema instruments)
+    ("change", 4),
     // MySQL access and load
     ("server", 5),
     ("load", 5),
@@ -48,7 +50,6 @@ const RANKS: &[(&str, u32)] = &[
     // renderers take documents (today they still find the document types in the engines)
     ("report", 8),
     // the CLI and its progress display
-    ("progress", 9),
     ("cli", 10),
     ("lib", 11),
     ("main", 11),

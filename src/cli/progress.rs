@@ -23,9 +23,26 @@ pub const ANNOUNCE_S: f64 = 2.0;
 // The duration formatter lives in the pure `units` module (engines print it too).
 pub use crate::units::human;
 
-/// Whether stderr is a terminal (a bar) or not (plain lines).
+/// Whether stderr is a terminal (a bar) or not (plain lines; always in unit tests, which
+/// read what is drawn).
 fn tty() -> bool {
-    std::io::stderr().is_terminal()
+    !cfg!(test) && std::io::stderr().is_terminal()
+}
+
+/// One line of progress or a note: on stderr; in unit tests into this thread's
+/// `tests::DRAWN` buffer instead.
+fn emit_line(text: &str) {
+    #[cfg(test)]
+    tests::DRAWN.with(|d| d.borrow_mut().push(text.to_string()));
+    #[cfg(not(test))]
+    eprintln!("{text}");
+}
+
+/// `eprintln!` through [`emit_line`].
+macro_rules! say {
+    ($($arg:tt)*) => {
+        emit_line(&format!($($arg)*))
+    };
 }
 
 /// A bar on stderr: "lab [=====>     ] 12/90 runs, 2 s, about 11 s left: POINT".
@@ -86,7 +103,7 @@ impl Steps {
     pub fn new(label: &str, unit: &'static str, total: u64, est_s: f64, what: &str) -> Steps {
         let show = est_s >= ANNOUNCE_S;
         if show {
-            eprintln!(
+            say!(
                 "spinscope {label}: {what}, about {} (Ctrl-C stops with what was measured)",
                 human(est_s)
             );
@@ -126,7 +143,7 @@ impl Steps {
             } else {
                 0.0
             };
-            eprintln!(
+            say!(
                 "spinscope {}: {done}/{} {}: {point}; {} elapsed, about {} left",
                 self.label,
                 self.total,
@@ -183,7 +200,7 @@ impl Window {
                 thread: None,
             };
         }
-        eprintln!("spinscope {label}: {what} for {}", human(seconds));
+        say!("spinscope {label}: {what} for {}", human(seconds));
         let (tx, rx) = mpsc::channel::<()>();
         let total = seconds.ceil() as u64;
         let on_tty = tty();
@@ -204,7 +221,7 @@ impl Window {
                     Some(b) => b.set_position(el),
                     None if el >= last_plain + PLAIN_EVERY_S as u64 && el < total => {
                         last_plain = el;
-                        eprintln!(
+                        say!(
                             "spinscope {label}: {what}: {el}/{total} s, about {} left",
                             human((total - el) as f64)
                         );
@@ -265,6 +282,13 @@ impl crate::meter::Meter for Stderr {
             w.finish();
         }
     }
+    fn note(&mut self, text: &str) {
+        let say = || say!("spinscope: {text}");
+        match &self.steps {
+            Some(s) => s.suspend(say),
+            None => say(),
+        }
+    }
 }
 
 /// `sweep prepare`'s load ([`crate::load::schema::PrepareEvent`]): on a terminal a bar of rows
@@ -295,8 +319,8 @@ impl Prepare {
 
     fn say(&self, line: &str) {
         match &self.bar {
-            Some(b) => b.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(b) => b.suspend(|| say!("{line}")),
+            None => say!("{line}"),
         }
     }
 
@@ -309,7 +333,7 @@ impl Prepare {
                 threads,
             } => {
                 self.what = format!("{tables} tables x {table_size} rows");
-                eprintln!(
+                say!(
                     "spinscope sweep prepare: loading {} ({} rows) over {threads} connections into `{}`",
                     self.what,
                     tables as u64 * table_size,
@@ -354,7 +378,7 @@ impl Prepare {
                 if due && l.rows > self.last_rows {
                     self.last_line = Some(Instant::now());
                     self.last_rows = l.rows;
-                    eprintln!(
+                    say!(
                         "spinscope sweep prepare: {} of {} rows ({}%), {}; {} elapsed, about {} left",
                         l.rows,
                         l.total,
@@ -369,7 +393,7 @@ impl Prepare {
                 if let Some(b) = self.bar.take() {
                     b.finish_and_clear();
                 }
-                eprintln!(
+                say!(
                     "spinscope sweep prepare: prepared `{}`: {} in {}",
                     self.schema,
                     self.what,
@@ -505,7 +529,7 @@ impl Servers {
     ) -> Servers {
         let rounds = total.div_ceil(parallel.max(1));
         let est = rounds as f64 * each_s;
-        eprintln!(
+        say!(
             "spinscope {label}: {what}, about {}; a server that does not answer is given up after {} (Ctrl-C stops with what was measured)",
             human(est),
             human(limit_s)
@@ -567,7 +591,7 @@ impl Servers {
         // The bar's "left" field takes the lock when it draws: not held here.
         match &self.bar {
             Some(b) => {
-                b.suspend(|| eprintln!("spinscope {}: {line}", self.label));
+                b.suspend(|| say!("spinscope {}: {line}", self.label));
                 b.set_position(done);
                 b.set_message(line.to_string());
             }
@@ -579,7 +603,7 @@ impl Servers {
                 } else {
                     s.left_text(now)
                 };
-                eprintln!(
+                say!(
                     "spinscope {}: [{done}/{}] {line}; {} elapsed, {left}",
                     self.label,
                     s.total,
@@ -603,7 +627,7 @@ impl Servers {
             let due = last.is_none_or(|l| now.duration_since(l).as_secs_f64() >= PLAIN_EVERY_S);
             if r > each_s + ServersState::GRACE_S && due {
                 *last = Some(now);
-                eprintln!(
+                say!(
                     "spinscope {}: waiting for {name}: no result after {} (expected {}); given up at {}",
                     self.label,
                     human(r),
@@ -659,7 +683,7 @@ pub fn lab() -> impl FnMut(crate::lab::Progress) {
             if let Some(s) = &mut steps {
                 s.finish();
             }
-            eprintln!(
+            say!(
                 "spinscope lab: interrupted after {done} of {runs} runs; printing what was measured"
             );
         }
@@ -667,7 +691,7 @@ pub fn lab() -> impl FnMut(crate::lab::Progress) {
 }
 
 /// The sweep engine's observer: its steps as [`Steps`] (the estimate first, then the bar or
-/// the plain lines), each step's result and notes as [`crate::sweep::StderrLog`] prints them.
+/// the plain lines), each step's result and notes as [`StderrLog`] prints them.
 #[derive(Default)]
 pub struct Sweep {
     steps: Option<Steps>,
@@ -698,7 +722,7 @@ impl crate::sweep::Observer for Sweep {
         ));
     }
     fn applied(&mut self, variant: &str, now: &crate::load::spec::Setting, asked: &str) {
-        self.say(|| crate::sweep::StderrLog.applied(variant, now, asked));
+        self.say(|| StderrLog.applied(variant, now, asked));
     }
     fn step_start(&mut self, at: crate::sweep::Point) {
         if let Some(s) = &self.steps {
@@ -706,12 +730,148 @@ impl crate::sweep::Observer for Sweep {
         }
     }
     fn step_done(&mut self, at: crate::sweep::Point, step: &crate::sweep::StepDoc, wall: Duration) {
-        self.say(|| crate::sweep::StderrLog.step_done(at, step, wall));
+        self.say(|| StderrLog.step_done(at, step, wall));
         if let Some(s) = &mut self.steps {
             s.step(at.k as u64, &sweep_point(at));
         }
     }
     fn note(&mut self, text: &str) {
-        self.say(|| crate::sweep::StderrLog.note(text));
+        self.say(|| StderrLog.note(text));
+    }
+}
+
+/// A sweep's events as the `spinscope: ...` lines the command always printed (what
+/// [`Sweep`] says between its progress lines).
+pub struct StderrLog;
+
+impl crate::sweep::Observer for StderrLog {
+    fn applied(&mut self, variant: &str, now: &crate::load::spec::Setting, asked: &str) {
+        let same = now.value.eq_ignore_ascii_case(asked)
+            || matches!((now.value.parse::<f64>(), asked.parse::<f64>()), (Ok(a), Ok(b)) if a == b);
+        say!(
+            "spinscope: variant {variant}: {} = {}{}",
+            now.variable,
+            now.value,
+            if same {
+                String::new()
+            } else {
+                format!(" (asked for {asked}: the server adjusted it)")
+            }
+        );
+    }
+
+    fn step_done(&mut self, at: crate::sweep::Point, sd: &crate::sweep::StepDoc, _wall: Duration) {
+        for line in crate::sweep::observe::step_lines(at, sd) {
+            say!("spinscope: {line}");
+        }
+    }
+
+    fn note(&mut self, text: &str) {
+        say!("spinscope: {text}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::meter::Meter;
+    use crate::sweep::Observer;
+
+    thread_local! {
+        /// What this thread drew, line by line.
+        pub(super) static DRAWN: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The lines drawn on this thread since the last call.
+    fn drawn() -> Vec<String> {
+        DRAWN.with(|d| std::mem::take(&mut *d.borrow_mut()))
+    }
+
+    #[test]
+    fn steps_say_the_estimate_the_first_and_the_last_step() {
+        drawn();
+        let mut m = Stderr::default();
+        m.start("tune", "runs", 3, 90.0, "racing 4 candidates");
+        m.step(1, "current #1");
+        m.step(2, "model #1");
+        m.step(3, "defaults #1");
+        m.note("keeping the current settings");
+        m.finish();
+        let d = drawn();
+        assert_eq!(d.len(), 4, "{d:?}");
+        assert_eq!(
+            d[0],
+            "spinscope tune: racing 4 candidates, about 1 min 30 s (Ctrl-C stops with what was measured)"
+        );
+        // The middle step comes within 10 s of the first: no line of its own.
+        assert!(
+            d[1].starts_with("spinscope tune: 1/3 runs: current #1; "),
+            "{}",
+            d[1]
+        );
+        assert!(
+            d[2].starts_with("spinscope tune: 3/3 runs: defaults #1; "),
+            "{}",
+            d[2]
+        );
+        assert!(d[2].ends_with(" left"), "{}", d[2]);
+        assert_eq!(d[3], "spinscope: keeping the current settings");
+    }
+
+    #[test]
+    fn short_work_draws_nothing_but_its_notes() {
+        drawn();
+        let mut m = Stderr::default();
+        m.start("doctor", "reads", 2, 0.5, "reading");
+        m.step(1, "a");
+        m.step(2, "b");
+        m.finish();
+        assert!(drawn().is_empty());
+        m.note("a note");
+        assert_eq!(drawn(), ["spinscope: a note"]);
+    }
+
+    #[test]
+    fn a_sweep_draws_its_estimate_settings_and_notes() {
+        drawn();
+        let mut s = Sweep::default();
+        s.start(4, Duration::from_secs(30));
+        let now = crate::load::spec::Setting {
+            variable: "innodb_spin_wait_delay".into(),
+            value: "6000".into(),
+        };
+        s.applied("big", &now, "7000");
+        s.applied("big", &now, "6000");
+        s.note("the knee ended the ladder");
+        assert_eq!(
+            drawn(),
+            [
+                "spinscope sweep run: 4 steps of 30 s, about 2 min (Ctrl-C stops with what was measured)",
+                "spinscope: variant big: innodb_spin_wait_delay = 6000 (asked for 7000: the server adjusted it)",
+                "spinscope: variant big: innodb_spin_wait_delay = 6000",
+                "spinscope: the knee ended the ladder",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_lab_observer_draws_its_runs_and_an_interruption() {
+        use crate::lab::Progress;
+        drawn();
+        let mut o = lab();
+        o(Progress::Start {
+            runs: 10,
+            est_s: 20.0,
+        });
+        o(Progress::Interrupted { done: 3, runs: 10 });
+        assert_eq!(
+            drawn(),
+            [
+                "spinscope lab: 10 runs of 2000 ms, about 20 s (Ctrl-C stops with what was measured)",
+                "spinscope lab: interrupted after 3 of 10 runs; printing what was measured",
+            ]
+        );
     }
 }
