@@ -31,6 +31,32 @@ fn took_line(window_s: f64, total_s: f64) -> String {
     )
 }
 
+/// The columns the text report is wrapped to: `COLUMNS` when it holds a number (as clap and
+/// most tools read it), else the width of the terminal stdout is, else 80 (a pipe or a file).
+pub(crate) fn text_width() -> usize {
+    width_from(
+        std::env::var("COLUMNS").ok().as_deref(),
+        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize),
+    )
+}
+
+fn width_from(columns: Option<&str>, tty: Option<usize>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or(tty.filter(|&w| w > 0))
+        .unwrap_or(80)
+}
+
+/// The report as asked: Markdown, or text wrapped to the terminal.
+pub(crate) fn render(doc: &crate::doctor::DoctorDoc, markdown: bool) -> String {
+    if markdown {
+        crate::doctor::render::markdown(doc)
+    } else {
+        crate::doctor::render::text(doc, text_width())
+    }
+}
+
 pub fn run(a: DoctorArgs) -> Result<i32> {
     check(&a)?;
     if a.inventory.is_some() || !a.more.is_empty() {
@@ -92,7 +118,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
     if a.json {
         crate::report::print_json(&doc)?;
     } else {
-        print!("{}", crate::doctor::render::text(&doc, a.markdown));
+        print!("{}", render(&doc, a.markdown));
     }
     if lost && a.snapshot.is_none() {
         return Err(Error::runtime(
@@ -111,7 +137,17 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
 
 #[cfg(test)]
 mod tests {
-    use super::took_line;
+    use super::{took_line, width_from};
+
+    #[test]
+    fn columns_then_the_terminal_then_80() {
+        assert_eq!(width_from(Some("120"), Some(100)), 120);
+        assert_eq!(width_from(Some(" 60 "), None), 60);
+        assert_eq!(width_from(Some("wide"), Some(100)), 100);
+        assert_eq!(width_from(Some("0"), None), 80);
+        assert_eq!(width_from(None, Some(132)), 132);
+        assert_eq!(width_from(None, None), 80);
+    }
 
     #[test]
     fn the_whole_time_and_the_window() {
