@@ -61,7 +61,11 @@ fn the_fix_is_on_the_first_80_column_screen() {
 
     let verdict = line_of(&lines, "verdict: CRITICAL", &text);
     let cause = line_of(&lines, "[spin-budget] design ratio", &text);
-    let now = line_of(&lines, "run: SET GLOBAL innodb_spin_wait_delay = DEFAULT;", &text);
+    let now = line_of(
+        &lines,
+        "run: SET GLOBAL innodb_spin_wait_delay = DEFAULT;",
+        &text,
+    );
     // Where the lasting fix goes: the value came from the command line (the sentence may wrap
     // after "remove", so the option's own name is looked for).
     let lasting = line_of(&lines, "`--innodb-spin-wait-delay`", &text);
@@ -89,7 +93,10 @@ fn the_fix_is_on_the_first_80_column_screen() {
     assert!(evidence > now && evidence > option_file, "{text}");
     let measured = line_of(&lines, "MEASURED", &text);
     assert!(measured > evidence, "{text}");
-    assert!(line_of(&lines, "burst sampler:", &text) > measured, "{text}");
+    assert!(
+        line_of(&lines, "burst sampler:", &text) > measured,
+        "{text}"
+    );
     let updates: u64 = db.sql("SELECT v FROM hot.t").trim().parse().unwrap();
     assert!(updates > 0, "the load did not run");
 }

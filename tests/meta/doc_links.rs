@@ -99,7 +99,10 @@ fn slugs_are_githubs() {
     );
     assert_eq!(slug("`doctor` over a fleet"), "doctor-over-a-fleet");
     let a = anchors("# A\n## B\n```\n# not a heading\n```\n## B\n");
-    assert!(a.contains("a") && a.contains("b") && a.contains("b-1"), "{a:?}");
+    assert!(
+        a.contains("a") && a.contains("b") && a.contains("b-1"),
+        "{a:?}"
+    );
     assert!(!a.contains("not-a-heading"));
     assert_eq!(
         links("see [x](docs/USAGE.md#rt) and `[y](no)` and ![i](img/a.png)"),
@@ -141,7 +144,11 @@ fn every_relative_link_and_anchor_resolves() {
             }
         }
     }
-    assert!(bad.is_empty(), "links that go nowhere:\n  {}", bad.join("\n  "));
+    assert!(
+        bad.is_empty(),
+        "links that go nowhere:\n  {}",
+        bad.join("\n  ")
+    );
     // The README's links into the reference alone are more than this.
     assert!(checked >= 20, "only {checked} relative links found");
 }

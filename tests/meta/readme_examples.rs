@@ -227,7 +227,11 @@ fn readme_commands_run() {
         );
         ran.push(format!("{name}: {l}"));
     }
-    eprintln!("ran {} README and docs/USAGE.md commands:\n  {}", ran.len(), ran.join("\n  "));
+    eprintln!(
+        "ran {} README and docs/USAGE.md commands:\n  {}",
+        ran.len(),
+        ran.join("\n  ")
+    );
     eprintln!("parsed only:\n  {}", parsed.join("\n  "));
     // What the examples promise exists afterwards.
     for f in [

@@ -224,7 +224,10 @@ fn the_pages_quote_the_measured_table() {
         }
         for v in quoted(page, " GB after") {
             n += 1;
-            assert_eq!(v, gb, "{name} quotes {v} GB for target/, the table says {gb}");
+            assert_eq!(
+                v, gb,
+                "{name} quotes {v} GB for target/, the table says {gb}"
+            );
         }
         for v in quoted(page, " tests, about") {
             n += 1;

@@ -49,11 +49,7 @@ fn stdout_at(args: &[&str], code: i32, columns: Option<usize>) -> String {
     if let Some(n) = columns {
         c.env("COLUMNS", n.to_string());
     }
-    let out = c
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let out = c.args(args).current_dir(root()).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(code),
