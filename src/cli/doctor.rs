@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::doctor_args::check;
 pub use super::doctor_args::DoctorArgs;
+use super::doctor_args::{check, render};
 use crate::doctor::{build_doc, Facts};
 use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK};
 use crate::server::collect::{collect_metered, CollectOpts};
@@ -29,32 +29,6 @@ fn took_line(window_s: f64, total_s: f64) -> String {
         "spinscope doctor: took {total_s:.1} s in all: the {window_s:.1} s sampling window and {:.1} s of collection around it",
         (total_s - window_s).max(0.0)
     )
-}
-
-/// The columns the text report is wrapped to: `COLUMNS` when it holds a number (as clap and
-/// most tools read it), else the width of the terminal stdout is, else 80 (a pipe or a file).
-pub(crate) fn text_width() -> usize {
-    width_from(
-        std::env::var("COLUMNS").ok().as_deref(),
-        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize),
-    )
-}
-
-fn width_from(columns: Option<&str>, tty: Option<usize>) -> usize {
-    columns
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0)
-        .or(tty.filter(|&w| w > 0))
-        .unwrap_or(80)
-}
-
-/// The report as asked: Markdown, or text wrapped to the terminal.
-pub(crate) fn render(doc: &crate::doctor::DoctorDoc, markdown: bool) -> String {
-    if markdown {
-        crate::doctor::render::markdown(doc)
-    } else {
-        crate::doctor::render::text(doc, text_width())
-    }
 }
 
 pub fn run(a: DoctorArgs) -> Result<i32> {
@@ -137,17 +111,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
 
 #[cfg(test)]
 mod tests {
-    use super::{took_line, width_from};
-
-    #[test]
-    fn columns_then_the_terminal_then_80() {
-        assert_eq!(width_from(Some("120"), Some(100)), 120);
-        assert_eq!(width_from(Some(" 60 "), None), 60);
-        assert_eq!(width_from(Some("wide"), Some(100)), 100);
-        assert_eq!(width_from(Some("0"), None), 80);
-        assert_eq!(width_from(None, Some(132)), 132);
-        assert_eq!(width_from(None, None), 80);
-    }
+    use super::took_line;
 
     #[test]
     fn the_whole_time_and_the_window() {
