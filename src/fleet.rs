@@ -262,8 +262,9 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "-".into())
 }
 
-/// One row per server; `markdown` gives a Markdown table.
-pub fn render(d: &FleetDoc, markdown: bool) -> String {
+/// One row per server; `markdown` gives a Markdown table, else a text table within `width`
+/// columns (long cells wrap inside their column).
+pub fn render(d: &FleetDoc, markdown: bool, width: usize) -> String {
     let header = [
         "server",
         "version",
@@ -322,6 +323,8 @@ pub fn render(d: &FleetDoc, markdown: bool) -> String {
     } else {
         s.push_str("spinscope doctor: fleet\n=======================\n");
         let mut t = crate::units::table(&header);
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+            .set_width(width.clamp(40, u16::MAX as usize) as u16);
         for c in cells {
             t.add_row(c);
         }
@@ -448,7 +451,8 @@ mod tests {
             max_severity: Some(Severity::Critical),
             interrupted: false,
         };
-        let t = render(&fd, false);
+        let t = render(&fd, false, 80);
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
         let db1 = t.lines().find(|l| l.contains("db1")).unwrap();
         assert!(db1.contains("critical") && db1.contains("14"), "{t}");
         let db2 = t.lines().find(|l| l.contains("db2")).unwrap();
@@ -457,7 +461,7 @@ mod tests {
             t.contains("1 of 2 servers diagnosed; 1 could not be"),
             "{t}"
         );
-        let md = render(&fd, true);
+        let md = render(&fd, true, 80);
         assert_eq!(md.lines().filter(|l| l.starts_with("| db")).count(), 2);
         // A pipe inside a cell is escaped so the Markdown table keeps its columns.
         assert!(md.contains("title \\| with a pipe"), "{md}");

@@ -13,10 +13,12 @@ pub trait Meter {
     /// Step `done` of the total finished; `point` says where the work is.
     fn step(&mut self, done: u64, point: &str);
     /// A fixed period of `seconds` with no steps (a sampling window) begins under `label`;
-    /// `what` ("sampling") says what it is. The meter shows it by itself until [`finish`].
+    /// `what` ("sampling") says what it is; `aside`, when not empty, what the announced time
+    /// leaves out (work before and after the period). The meter shows it by itself until
+    /// [`finish`].
     ///
     /// [`finish`]: Meter::finish
-    fn period(&mut self, label: &str, what: &str, seconds: f64);
+    fn period(&mut self, label: &str, what: &str, seconds: f64, aside: &str);
     /// The work or the period is over (done or stopped).
     fn finish(&mut self);
     /// Something worth saying beside the progress (a CPU figure's age, the concurrency
@@ -24,13 +26,18 @@ pub trait Meter {
     fn note(&mut self, text: &str);
 }
 
+/// What doctor's announced sampling window leaves out, in the words of the line that closes it
+/// ("took 13.2 s in all: the 10.0 s sampling window and 3.2 s of collection around it").
+pub const DOCTOR_WINDOW_ASIDE: &str =
+    "the sampling window; the collection around it comes on top, said at the end";
+
 /// A meter that shows nothing.
 pub struct Silent;
 
 impl Meter for Silent {
     fn start(&mut self, _: &str, _: &'static str, _: u64, _: f64, _: &str) {}
     fn step(&mut self, _: u64, _: &str) {}
-    fn period(&mut self, _: &str, _: &str, _: f64) {}
+    fn period(&mut self, _: &str, _: &str, _: f64, _: &str) {}
     fn finish(&mut self) {}
     fn note(&mut self, _: &str) {}
 }

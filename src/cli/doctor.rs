@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::doctor_args::check;
 pub use super::doctor_args::DoctorArgs;
+use super::doctor_args::{check, render};
 use crate::doctor::{build_doc, Facts};
 use crate::error::{Error, Result, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK};
 use crate::server::collect::{collect_metered, CollectOpts};
@@ -96,7 +96,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
     if a.json {
         crate::report::print_json(&doc)?;
     } else {
-        print!("{}", crate::doctor::render::text(&doc, a.markdown));
+        print!("{}", render(&doc, a.markdown));
     }
     if lost && a.snapshot.is_none() {
         return Err(Error::runtime(

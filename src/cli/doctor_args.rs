@@ -121,3 +121,44 @@ pub(super) fn check(a: &DoctorArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The columns the text report is wrapped to: `COLUMNS` when it holds a number (as clap and
+/// most tools read it), else the width of the terminal stdout is, else 80 (a pipe or a file).
+pub(crate) fn text_width() -> usize {
+    width_from(
+        std::env::var("COLUMNS").ok().as_deref(),
+        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0 as usize),
+    )
+}
+
+fn width_from(columns: Option<&str>, tty: Option<usize>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or(tty.filter(|&w| w > 0))
+        .unwrap_or(80)
+}
+
+/// The report as asked: Markdown, or text wrapped to the terminal.
+pub(crate) fn render(doc: &crate::doctor::DoctorDoc, markdown: bool) -> String {
+    if markdown {
+        crate::doctor::render::markdown(doc)
+    } else {
+        crate::doctor::render::text(doc, text_width())
+    }
+}
+
+#[cfg(test)]
+mod width_tests {
+    use super::width_from;
+
+    #[test]
+    fn columns_then_the_terminal_then_80() {
+        assert_eq!(width_from(Some("120"), Some(100)), 120);
+        assert_eq!(width_from(Some(" 60 "), None), 60);
+        assert_eq!(width_from(Some("wide"), Some(100)), 100);
+        assert_eq!(width_from(Some("0"), None), 80);
+        assert_eq!(width_from(None, Some(132)), 132);
+        assert_eq!(width_from(None, None), 80);
+    }
+}

@@ -111,12 +111,15 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
     if a.json {
         crate::report::print_json(&doc)?;
     } else {
-        print!("{}", render(&doc, a.markdown));
+        print!(
+            "{}",
+            render(&doc, a.markdown, super::doctor_args::text_width())
+        );
         if a.details {
             for r in &doc.servers {
                 if let Some(d) = &r.doc {
                     println!();
-                    print!("{}", crate::doctor::render::text(d, a.markdown));
+                    print!("{}", super::doctor_args::render(d, a.markdown));
                 }
             }
         }

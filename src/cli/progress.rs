@@ -194,13 +194,24 @@ impl Window {
     /// Start showing `what` ("sampling the server") for `seconds` under `label` ("doctor").
     /// Periods under 2 s show nothing.
     pub fn start(label: &str, what: &str, seconds: f64) -> Window {
+        Window::start_noting(label, what, seconds, "")
+    }
+
+    /// [`Window::start`], the announcement followed by `aside` in parentheses when not empty:
+    /// what the announced time leaves out.
+    pub fn start_noting(label: &str, what: &str, seconds: f64, aside: &str) -> Window {
         if seconds < ANNOUNCE_S {
             return Window {
                 done: None,
                 thread: None,
             };
         }
-        say!("spinscope {label}: {what} for {}", human(seconds));
+        let aside = if aside.is_empty() {
+            String::new()
+        } else {
+            format!(" ({aside})")
+        };
+        say!("spinscope {label}: {what} for {}{aside}", human(seconds));
         let (tx, rx) = mpsc::channel::<()>();
         let total = seconds.ceil() as u64;
         let on_tty = tty();
@@ -271,8 +282,8 @@ impl crate::meter::Meter for Stderr {
             s.step(done, point);
         }
     }
-    fn period(&mut self, label: &str, what: &str, seconds: f64) {
-        self.window = Some(Window::start(label, what, seconds));
+    fn period(&mut self, label: &str, what: &str, seconds: f64, aside: &str) {
+        self.window = Some(Window::start_noting(label, what, seconds, aside));
     }
     fn finish(&mut self) {
         if let Some(s) = &mut self.steps {

@@ -1,4 +1,5 @@
-//! The human report: findings grouped by severity, numbers first.
+//! The human report: the verdict, then each finding's cause and fix before its evidence,
+//! wrapped to the terminal; or Markdown.
 
 use super::burst::{BurstStats, ProcStats};
 use super::{DoctorDoc, Finding, Severity};
@@ -8,17 +9,20 @@ fn num(v: f64) -> String {
     crate::units::fmt_num(v)
 }
 
-/// Plain-text (`markdown == false`) or Markdown report.
-pub fn text(d: &DoctorDoc, markdown: bool) -> String {
-    if markdown {
-        return self::markdown(d);
-    }
+/// The plain-text report wrapped to `width` columns, in the order a reader acts on it: the
+/// verdict, then per finding (worst first) its cause (the title), its fix (what to do, the
+/// statements, the option-file lines) and only then why and the evidence; the facts the
+/// findings rest on (version, sampler, rt, host, counters, notes) come last. So the worst
+/// finding's fix lands on the first screen however long its evidence is.
+pub fn text(d: &DoctorDoc, width: usize) -> String {
+    let width = width.max(MIN_WIDTH);
     let mut s = String::new();
     heading(
         &mut s,
         &format!("spinscope doctor: {} ({})", d.server, d.target),
+        width,
     );
-    s.push_str(&facts_lines(d));
+    wrapped(&mut s, &verdict(d), "", "  ", width);
     s.push('\n');
     for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
         let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
@@ -28,15 +32,102 @@ pub fn text(d: &DoctorDoc, markdown: bool) -> String {
         heading(
             &mut s,
             &format!("{} ({})", sev.name().to_uppercase(), group.len()),
+            width,
         );
         for f in group {
-            s.push_str(&finding_text(f));
+            s.push_str(&finding_text(f, width));
         }
     }
-    if d.findings.is_empty() {
-        s.push_str("no findings\n");
+    heading(&mut s, "MEASURED (what the findings rest on)", width);
+    for l in facts_lines(d).lines() {
+        // The rt interval table keeps its columns (its rows are indented); prose wraps.
+        if l.starts_with("  ") {
+            s.push_str(l);
+            s.push('\n');
+        } else {
+            wrapped(&mut s, l, "", "  ", width);
+        }
     }
     s
+}
+
+/// Narrower than this, wrapping would cut the labels themselves.
+const MIN_WIDTH: usize = 40;
+
+/// The first line under the title: the worst severity and the count of each, or that nothing
+/// was found.
+fn verdict(d: &DoctorDoc) -> String {
+    let n = |sev: Severity| d.findings.iter().filter(|f| f.severity == sev).count();
+    let (c, w, i) = (
+        n(Severity::Critical),
+        n(Severity::Warning),
+        n(Severity::Info),
+    );
+    let plural = |k: usize, one: &str| {
+        if k == 1 || one == "info" {
+            format!("{k} {one}")
+        } else {
+            format!("{k} {one}s")
+        }
+    };
+    let counts = [(c, "critical"), (w, "warning"), (i, "info")]
+        .iter()
+        .filter(|(k, _)| *k > 0)
+        .map(|(k, one)| plural(*k, *one))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match d.max_severity {
+        None => "verdict: no findings".to_string(),
+        Some(Severity::Info) => {
+            format!("verdict: nothing to fix ({counts}): notes below, the evidence after them")
+        }
+        Some(sev) => format!(
+            "verdict: {} ({counts}): the fix first, the evidence after it",
+            sev.name().to_uppercase()
+        ),
+    }
+}
+
+/// `text` wrapped to `width` columns, its first line led by `first` and the rest by `rest`;
+/// words longer than a line are cut so that no line is wider than `width`.
+fn wrapped(s: &mut String, text: &str, first: &str, rest: &str, width: usize) {
+    let o = textwrap::Options::new(width)
+        .initial_indent(first)
+        .subsequent_indent(rest)
+        .break_words(true);
+    for l in textwrap::wrap(text, o) {
+        s.push_str(l.trim_end());
+        s.push('\n');
+    }
+}
+
+/// `items` joined with ", " and wrapped to `width` between items, so that a name stays with its
+/// value and unit; an item too long for a line of its own is wrapped inside.
+fn items(s: &mut String, items: &[String], first: &str, rest: &str, width: usize) {
+    let w = textwrap::core::display_width;
+    // Each line as its lead (indent and label) and its items.
+    let mut lines: Vec<(&str, String)> = Vec::new();
+    for (k, it) in items.iter().enumerate() {
+        let it = if k + 1 < items.len() {
+            format!("{it},")
+        } else {
+            it.clone()
+        };
+        let fits = lines
+            .last()
+            .is_some_and(|(lead, body)| w(lead) + w(body) + 1 + w(&it) <= width);
+        match lines.last_mut() {
+            Some((_, body)) if fits => {
+                body.push(' ');
+                body.push_str(&it);
+            }
+            Some(_) => lines.push((rest, it)),
+            None => lines.push((first, it)),
+        }
+    }
+    for (lead, body) in lines {
+        wrapped(s, &body, lead, rest, width);
+    }
 }
 
 /// The facts under the title: version, sampler, rt, host, CPU, counters and notes.
@@ -77,9 +168,18 @@ fn facts_lines(d: &DoctorDoc) -> String {
     s
 }
 
-/// A heading underlined to its width.
-fn heading(s: &mut String, t: &str) {
-    s.push_str(&format!("{t}\n{}\n", "=".repeat(t.len())));
+/// A heading wrapped to `width` and underlined to its widest line.
+fn heading(s: &mut String, t: &str, width: usize) {
+    let mut h = String::new();
+    wrapped(&mut h, t, "", "  ", width);
+    let under = h
+        .lines()
+        .map(textwrap::core::display_width)
+        .max()
+        .unwrap_or(0);
+    s.push_str(&h);
+    s.push_str(&"=".repeat(under));
+    s.push('\n');
 }
 
 /// The burst sampler: what it achieved and cost, and the running threads it saw.
@@ -160,9 +260,25 @@ fn host_line(h: &HostFacts) -> String {
     )
 }
 
-/// One finding: id and title, evidence, why, what to do, statements and option-file lines.
-fn finding_text(f: &Finding) -> String {
-    let mut s = format!("[{}] {}\n", f.id, f.title);
+/// One finding wrapped to `width`: id and title (the cause), what to do, the statements and
+/// option-file lines (the fix), then why and the evidence.
+fn finding_text(f: &Finding, width: usize) -> String {
+    let mut s = String::new();
+    wrapped(&mut s, &format!("[{}] {}", f.id, f.title), "", "  ", width);
+    wrapped(&mut s, &f.what_to_do, "  do: ", "    ", width);
+    for st in &f.statements {
+        for (k, l) in st.lines().enumerate() {
+            let first = if k == 0 { "  run: " } else { "       " };
+            wrapped(&mut s, l, first, "         ", width);
+        }
+    }
+    if !f.option_file.is_empty() {
+        s.push_str("  option file [mysqld]:\n");
+        for l in &f.option_file {
+            wrapped(&mut s, l, "       ", "         ", width);
+        }
+    }
+    wrapped(&mut s, &f.why, "  why: ", "    ", width);
     if !f.evidence.is_empty() {
         let e: Vec<String> = f
             .evidence
@@ -180,17 +296,7 @@ fn finding_text(f: &Finding) -> String {
                 )
             })
             .collect();
-        s.push_str(&format!("  evidence: {}\n", e.join(", ")));
-    }
-    s.push_str(&format!("  why: {}\n  do: {}\n", f.why, f.what_to_do));
-    for st in &f.statements {
-        s.push_str(&format!("  run: {}\n", st.replace('\n', "\n       ")));
-    }
-    if !f.option_file.is_empty() {
-        s.push_str("  option file [mysqld]:\n");
-        for l in &f.option_file {
-            s.push_str(&format!("       {l}\n"));
-        }
+        items(&mut s, &e, "  evidence: ", "    ", width);
     }
     s.push('\n');
     s
@@ -212,21 +318,12 @@ pub fn markdown(d: &DoctorDoc) -> String {
         cell(&d.server),
         cell(&d.target)
     );
-    // The facts: the plain report's header lines, one list item each.
-    let plain = text(
-        &DoctorDoc {
-            findings: Vec::new(),
-            rt: None,
-            identity: None,
-            ..d.clone()
-        },
-        false,
-    );
-    for l in plain
-        .lines()
-        .skip(2)
-        .filter(|l| !l.is_empty() && *l != "no findings")
-    {
+    // The facts: the plain report's lines (unwrapped), one list item each; rt has its section.
+    let facts = facts_lines(&DoctorDoc {
+        rt: None,
+        ..d.clone()
+    });
+    for l in facts.lines().filter(|l| !l.is_empty()) {
         s.push_str(&format!("- {}\n", cell(l)));
     }
     s.push('\n');

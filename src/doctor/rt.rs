@@ -190,7 +190,8 @@ pub fn table(s: &RtSide) -> (Vec<String>, Vec<Vec<String>>) {
     (head, rows)
 }
 
-/// The text block: headline, then the table aligned in columns.
+/// The text block: headline, then the table aligned in columns, its two widest labels
+/// shortened (a legend line says what they are) so that it fits 80 columns.
 pub fn text(s: &RtSide) -> String {
     let mut out = String::new();
     for l in headline(s) {
@@ -200,7 +201,13 @@ pub fn text(s: &RtSide) -> String {
     if s.rows.is_empty() || s.unavailable.is_some() {
         return out;
     }
-    let (head, rows) = table(s);
+    let (mut head, rows) = table(s);
+    let n = head.len();
+    head[n - 2] = "TR max".into();
+    head[n - 1] = "R max".into();
+    out.push_str(
+        "  TR = Threads_running max (SQL), R = running threads max (/proc), per interval\n",
+    );
     let width: Vec<usize> = (0..head.len())
         .map(|i| {
             rows.iter()
@@ -311,9 +318,10 @@ mod tests {
         assert_eq!(j["rows"][1]["requests"], 0);
         let t = text(&s);
         assert!(
-            t.contains("10 requests") && t.contains("Threads_running max"),
+            t.contains("10 requests") && t.contains("TR = Threads_running max"),
             "{t}"
         );
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
         assert!(t.contains("500us"), "{t}");
     }
 

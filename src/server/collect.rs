@@ -1016,7 +1016,12 @@ impl<'a> Live<'a> {
         let mut rt = (o.rt && o.window_s > 0.0)
             .then(|| super::rt_window::start(t, variables, &mut self.conn, o.window_s));
         if o.window_s > 0.0 {
-            shown.period("doctor", "sampling", o.window_s);
+            shown.period(
+                "doctor",
+                "sampling",
+                o.window_s,
+                crate::meter::DOCTOR_WINDOW_ASIDE,
+            );
         }
         if let Some(r) = rt.as_mut() {
             r.window_starts();

@@ -9,6 +9,7 @@ mod cli_outputs;
 mod cli_profile;
 mod cli_rough_edges;
 mod conn_optfiles;
+mod doctor_first_screen;
 mod doctor_fleet;
 mod doctor_mariadb;
 mod doctor_origin_mariadb;

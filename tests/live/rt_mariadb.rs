@@ -327,7 +327,7 @@ fn doctor_rt_puts_response_times_beside_threads_running() {
         )),
         "{text}"
     );
-    assert!(text.contains("Threads_running max"), "{text}");
+    assert!(text.contains("TR = Threads_running max"), "{text}");
     let md = replay(&["--markdown"]);
     assert!(
         md.contains("## Response time (rt)") && md.contains("| t | requests |"),

@@ -5,6 +5,7 @@
 mod common;
 
 mod deploy_dashboard;
+mod doc_links;
 mod layers;
 mod readme_examples;
 mod readme_facts;

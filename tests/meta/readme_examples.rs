@@ -1,6 +1,7 @@
-//! The README stays true: every `spinscope` command line in its shell blocks parses with
-//! today's flags, and those that can run in CI run, in order, in a scratch directory (HOME
-//! there too): the ones that need no server as written, the ones that need a server against a
+//! The README and the usage reference it points to (docs/USAGE.md) stay true: every
+//! `spinscope` command line in their shell blocks parses with today's flags, and those that can
+//! run in CI run, the README's first and then the reference's, in order, in one scratch
+//! directory (HOME there too): the ones that need no server as written, the ones that need a server against a
 //! throwaway MariaDB (tests/common/mariadb.rs: its socket and port put in for
 //! /run/mysqld/mysqld.sock and 3306, its root without a password). The rest (made-up hosts, runs of
 //! minutes, perf as root, a watcher that runs until stopped) are parsed only, each for a
@@ -12,14 +13,19 @@ use std::process::Command;
 
 use clap::Parser;
 
-const README: &str = include_str!("../../README.md");
+/// The pages whose examples are checked, in the order they run, and the fewest `spinscope`
+/// lines each must have (so that a page whose blocks stopped being ```sh is noticed).
+const PAGES: [(&str, &str, usize); 2] = [
+    ("README.md", include_str!("../../README.md"), 3),
+    ("docs/USAGE.md", include_str!("../../docs/USAGE.md"), 20),
+];
 
-/// Shell lines of the README's ```sh blocks, `\` continuations joined, `$ ` prompts removed.
-fn shell_lines() -> Vec<String> {
+/// Shell lines of a page's ```sh blocks, `\` continuations joined, `$ ` prompts removed.
+fn shell_lines(page: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut in_sh = false;
     let mut cont = String::new();
-    for l in README.lines() {
+    for l in page.lines() {
         if l.starts_with("```") {
             in_sh = !in_sh && l.trim() == "```sh";
             continue;
@@ -113,23 +119,29 @@ fn every_readme_command_parses() {
     // Every shell line runs in order (mkdir, printf for real, in the scratch HOME) so that
     // redirects find their directories; `spinscope` lines are then parsed by the real CLI.
     let scratch = tempfile::tempdir().unwrap();
-    let mut n = 0;
-    for l in shell_lines() {
-        if installs(&l) {
-            continue;
+    for (name, page, least) in PAGES {
+        let mut n = 0;
+        for l in shell_lines(page) {
+            if installs(&l) {
+                continue;
+            }
+            let words = argv(&l, scratch.path());
+            if !l.starts_with("spinscope ") {
+                continue;
+            }
+            n += 1;
+            let args = spinscope::server::conn::mysql_style_args(
+                words.into_iter().map(Into::into).collect(),
+            );
+            if let Err(e) = spinscope::cli::Cli::try_parse_from(&args) {
+                panic!("{name}: `{l}` does not parse: {e}");
+            }
         }
-        let words = argv(&l, scratch.path());
-        if !l.starts_with("spinscope ") {
-            continue;
-        }
-        n += 1;
-        let args =
-            spinscope::server::conn::mysql_style_args(words.into_iter().map(Into::into).collect());
-        if let Err(e) = spinscope::cli::Cli::try_parse_from(&args) {
-            panic!("README: `{l}` does not parse: {e}");
-        }
+        assert!(
+            n >= least,
+            "only {n} spinscope lines found in {name} (at least {least} expected)"
+        );
     }
-    assert!(n >= 20, "only {n} spinscope lines found in the README");
 }
 
 #[test]
@@ -151,19 +163,22 @@ fn readme_commands_run() {
         std::env::var("PATH").unwrap_or_default()
     );
     let (mut ran, mut parsed) = (Vec::new(), Vec::new());
-    for l in shell_lines() {
+    let lines = PAGES
+        .iter()
+        .flat_map(|(name, page, _)| shell_lines(page).into_iter().map(move |l| (*name, l)));
+    for (name, l) in lines {
         if l.starts_with("cargo ") || l.starts_with("printf ") || installs(&l) {
             continue; // building (the test binary is built), a file for a skipped line, installs
         }
         if let Some(why) = parse_only(&l) {
-            parsed.push(format!("{l}: {why}"));
+            parsed.push(format!("{name}: {l}: {why}"));
             continue;
         }
         let needs_server = l.contains("mysqld.sock") || l.contains(" -P 3306");
         let mut cmd = l.clone();
         if needs_server {
             let Some(db) = &db else {
-                parsed.push(format!("{l}: no MariaDB here"));
+                parsed.push(format!("{name}: {l}: no MariaDB here"));
                 continue;
             };
             cmd = cmd
@@ -206,13 +221,17 @@ fn readme_commands_run() {
         let ok = code == Some(0) || (l.contains("--fail-on") && code == Some(1));
         assert!(
             ok,
-            "README: `{cmd}` exited {code:?}\nstdout: {}\nstderr: {}",
+            "{name}: `{cmd}` exited {code:?}\nstdout: {}\nstderr: {}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        ran.push(l);
+        ran.push(format!("{name}: {l}"));
     }
-    eprintln!("ran {} README commands:\n  {}", ran.len(), ran.join("\n  "));
+    eprintln!(
+        "ran {} README and docs/USAGE.md commands:\n  {}",
+        ran.len(),
+        ran.join("\n  ")
+    );
     eprintln!("parsed only:\n  {}", parsed.join("\n  "));
     // What the examples promise exists afterwards.
     for f in [
@@ -220,7 +239,10 @@ fn readme_commands_run() {
         "man/spinscope.1",
         ".local/share/bash-completion/completions/spinscope",
     ] {
-        assert!(dir.path().join(f).exists(), "{f} missing after the README");
+        assert!(
+            dir.path().join(f).exists(),
+            "{f} missing after the README and docs/USAGE.md"
+        );
     }
     assert!(ran.len() >= 10, "{ran:#?}");
     if db.is_some() {

@@ -2,6 +2,9 @@
 //! "Measured" (README.md) gives the stripped and release binary sizes, the number of tests and
 //! the disk used by target/; each is checked within a tolerance against the binary cargo built
 //! for these tests, the test executables of this build (`--list`) and target/ itself.
+//! The figures docs/USAGE.md (the reference the README points to) and the README's own prose
+//! quote ("about 11.7 MB", "524 tests") are held to that table, so the moved reference cannot
+//! keep an old number.
 //! Also the skip policy of tests/common/mariadb.rs: a missing program fails a test unless
 //! SPINSCOPE_SKIP_MISSING is set (and never under CI).
 
@@ -12,6 +15,7 @@ use std::process::Command;
 use common::bin;
 
 const README: &str = include_str!("../../README.md");
+const USAGE: &str = include_str!("../../docs/USAGE.md");
 
 /// The value cell of the "Measured" table row whose first cell starts with `key`, as a number
 /// (the first number in the cell).
@@ -173,6 +177,68 @@ fn the_test_count_and_target_size_are_the_readmes() {
         gb >= stated * 0.6,
         "README says target/ takes {stated} GB after the tests; this one takes {gb:.2} GB"
     );
+}
+
+/// The numbers that precede `unit` in `text` ("about 11.7 MB" gives 11.7 for " MB"), outside
+/// tables (the Measured table is the source).
+fn quoted(text: &str, unit: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for l in text.lines().filter(|l| !l.starts_with('|')) {
+        let mut rest = l;
+        while let Some(i) = rest.find(unit) {
+            let num: String = rest[..i]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            if let Ok(v) = num.parse() {
+                out.push(v);
+            }
+            rest = &rest[i + unit.len()..];
+        }
+    }
+    out
+}
+
+#[test]
+fn the_pages_quote_the_measured_table() {
+    let mb = [
+        measured("`spinscope` installed"),
+        measured("`target/release/spinscope`"),
+        measured("the package"),
+    ];
+    let gb = measured("`target/` after");
+    let mut n = 0;
+    for (name, page) in [("README.md", README), ("docs/USAGE.md", USAGE)] {
+        for v in quoted(page, " MB") {
+            n += 1;
+            assert!(
+                mb.contains(&v),
+                "{name} quotes {v} MB, which is none of the Measured table's sizes {mb:?}: \
+                 quote the table (README.md, Measured)"
+            );
+        }
+        for v in quoted(page, " GB after") {
+            n += 1;
+            assert_eq!(
+                v, gb,
+                "{name} quotes {v} GB for target/, the table says {gb}"
+            );
+        }
+        for v in quoted(page, " tests, about") {
+            n += 1;
+            within(
+                &format!("{name}'s test count in prose"),
+                measured("tests run by"),
+                v,
+                0.15,
+            );
+        }
+    }
+    assert!(n >= 3, "only {n} quoted figures found");
 }
 
 #[test]

@@ -17,13 +17,20 @@ fn golden(name: &str, text: &str) {
 }
 
 /// The binary's stdout for `args`, run from the crate root (fixture paths are relative, as
-/// the reports print them); it must exit `code`.
+/// the reports print them); it must exit `code`. Not a terminal and no `COLUMNS`: doctor's
+/// text is wrapped to 80 columns.
 fn stdout(args: &[&str], code: i32) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_spinscope"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap();
+    stdout_at(args, code, None)
+}
+
+/// [`stdout`] with `COLUMNS` set to `columns`.
+fn stdout_at(args: &[&str], code: i32, columns: Option<usize>) -> String {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spinscope"));
+    c.env_remove("COLUMNS");
+    if let Some(n) = columns {
+        c.env("COLUMNS", n.to_string());
+    }
+    let out = c.args(args).current_dir(root()).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(code),
@@ -44,8 +51,38 @@ fn doctor_text_reports() {
         ),
     ] {
         let file = format!("tests/fixtures/snapshots/{snap}.json");
-        golden(name, &stdout(&["doctor", "--snapshot", &file], 0));
+        let text = stdout(&["doctor", "--snapshot", &file], 0);
+        let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(wide.is_empty(), "{name}: lines over 80 columns: {wide:?}");
+        golden(name, &text);
     }
+}
+
+/// Wrapping only moves line breaks: at 50 and at 200 columns (`COLUMNS`) doctor's text has the
+/// same words in the same order, each line within its width; the underlines follow the
+/// headings, so they are left out of the comparison.
+#[test]
+fn doctor_text_wraps_to_columns_and_loses_nothing() {
+    let file = "tests/fixtures/snapshots/mariadb1011_delay6000.json";
+    let words = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.chars().all(|c| c == '='))
+            .flat_map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .collect()
+    };
+    let narrow = stdout_at(&["doctor", "--snapshot", file], 0, Some(50));
+    let wide = stdout_at(&["doctor", "--snapshot", file], 0, Some(200));
+    for (cols, t) in [(50, &narrow), (200, &wide)] {
+        let over: Vec<&str> = t.lines().filter(|l| l.chars().count() > cols).collect();
+        assert!(over.is_empty(), "over {cols} columns: {over:?}");
+    }
+    assert!(narrow.lines().count() > wide.lines().count());
+    // A word longer than 50 columns is cut, so compare the text with spaces removed.
+    assert_eq!(
+        words(&narrow).concat(),
+        words(&wide).concat(),
+        "the words differ between 50 and 200 columns"
+    );
 }
 
 #[test]
