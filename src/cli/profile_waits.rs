@@ -72,7 +72,11 @@ fn live(a: &ProfileArgs, max_input: u64) -> Result<waits::WaitDoc> {
         "recording the waits of {} (pid {}): on-CPU at {} Hz and every context switch of its \
          threads ({:.0}/s now); expected cost to the server: about {:.1}% of its throughput \
          (bound {}%)",
-        live.comm, pid, live.frequency_hz, cost.switches_per_s, cost.expected_cost_pct,
+        live.comm,
+        pid,
+        live.frequency_hz,
+        cost.switches_per_s,
+        cost.expected_cost_pct,
         live.max_cost_pct
     );
     if a.seconds < crate::progress::ANNOUNCE_S {
@@ -92,7 +96,8 @@ fn offline(path: &std::path::Path, pid: Option<u32>, max_input: u64) -> Result<w
         None => {
             let f = files::open_input(path, "--perf-script")?;
             let mut counts = std::collections::HashMap::<u32, u64>::new();
-            let mut ev = waits::script::Events::new(BufReader::with_capacity(1 << 18, f), max_input);
+            let mut ev =
+                waits::script::Events::new(BufReader::with_capacity(1 << 18, f), max_input);
             for e in ev.by_ref() {
                 if e.pid != 0 {
                     *counts.entry(e.pid).or_default() += 1;

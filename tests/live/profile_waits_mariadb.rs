@@ -89,7 +89,12 @@ fn the_spin_to_sleep_shift_turns_the_advice() {
     assert!(spin.source.off_cpu_method.contains("sched_switch"));
     // The spin side dominates at 6000 ...
     assert!(share(&spin) > 0.25, "spin share {:.2}", share(&spin));
-    assert_eq!(spin.advice.direction, Direction::Less, "{}", spin.advice.reason);
+    assert_eq!(
+        spin.advice.direction,
+        Direction::Less,
+        "{}",
+        spin.advice.reason
+    );
     // ... and falls, while sleeps rise, with spinning cut.
     assert!(
         share(&sleep) < share(&spin) / 2.0,
@@ -103,7 +108,12 @@ fn the_spin_to_sleep_shift_turns_the_advice() {
         spin.latch_sleeps_per_s,
         sleep.latch_sleeps_per_s
     );
-    assert_eq!(sleep.advice.direction, Direction::More, "{}", sleep.advice.reason);
+    assert_eq!(
+        sleep.advice.direction,
+        Direction::More,
+        "{}",
+        sleep.advice.reason
+    );
     // The busiest site carries both sides' numbers and a length distribution.
     let top = &sleep.sites[0];
     assert!(top.sleeps > 0 && top.sleep_lengths.is_some(), "{top:?}");

@@ -78,9 +78,9 @@ fn wake_cpu(sleeps_per_s: f64) -> f64 {
 pub fn advise(f: &Figures) -> Advice {
     let wake = wake_cpu(f.sleeps_per_s);
     let ratio = (wake > 0.0).then(|| f.spin_cpu / wake);
-    let p50 = f
-        .sleep_p50_us
-        .map_or("no sleeps".to_string(), |p| format!("median sleep {p:.0} us"));
+    let p50 = f.sleep_p50_us.map_or("no sleeps".to_string(), |p| {
+        format!("median sleep {p:.0} us")
+    });
     let nums = format!(
         "spinning burns {:.3} CPU-s/s; {:.0} sleeps/s ({p50}) cost about {:.4} CPU-s/s in \
          wake-ups at {WAKE_CPU_US:.0} us each",
@@ -177,7 +177,11 @@ mod tests {
         // Half a CPU spinning, 25 sleeps/s: 0.00025 CPU-s/s of wake-ups, 2000x less.
         let a = advise(&fig(0.5, 25.0, Some(900.0)));
         assert_eq!(a.direction, Direction::Less, "{a:?}");
-        assert!(a.reason.contains("0.500 CPU-s/s") && a.reason.contains("2000x"), "{}", a.reason);
+        assert!(
+            a.reason.contains("0.500 CPU-s/s") && a.reason.contains("2000x"),
+            "{}",
+            a.reason
+        );
         assert_eq!(advise(&fig(0.5, 0.0, None)).direction, Direction::Less);
     }
 
@@ -191,11 +195,20 @@ mod tests {
     #[test]
     fn long_sleeps_or_balance_say_keep() {
         // Many sleeps, but long: a spin would not reach them.
-        assert_eq!(advise(&fig(0.01, 5000.0, Some(5000.0))).direction, Direction::Keep);
+        assert_eq!(
+            advise(&fig(0.01, 5000.0, Some(5000.0))).direction,
+            Direction::Keep
+        );
         // Spin and wake-ups of the same order.
-        assert_eq!(advise(&fig(0.06, 1000.0, Some(50.0))).direction, Direction::Keep);
+        assert_eq!(
+            advise(&fig(0.06, 1000.0, Some(50.0))).direction,
+            Direction::Keep
+        );
         // Too little spin to cut, too few sleeps to add.
-        assert_eq!(advise(&fig(0.01, 10.0, Some(50.0))).direction, Direction::Keep);
+        assert_eq!(
+            advise(&fig(0.01, 10.0, Some(50.0))).direction,
+            Direction::Keep
+        );
     }
 
     #[test]

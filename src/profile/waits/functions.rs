@@ -121,8 +121,8 @@ mod tests {
 
     #[test]
     fn addresses_map_to_their_function() {
-        let s = parse_eh_frame_hdr(&hdr(0x14e56f8, &[0xde2920, 0xe11480, 0x1000]), 0x14e56f8)
-            .unwrap();
+        let s =
+            parse_eh_frame_hdr(&hdr(0x14e56f8, &[0xde2920, 0xe11480, 0x1000]), 0x14e56f8).unwrap();
         assert_eq!(s.len(), 3);
         assert_eq!(s.function_of(0xde2972), Some(0xde2920));
         assert_eq!(s.function_of(0xe114d3), Some(0xe11480));
@@ -146,7 +146,11 @@ mod tests {
         assert_eq!(parse_eh_frame_hdr(&[2, 0x1b, 3, 0x3b], 0), None);
         let mut h = hdr(0, &[1, 2]);
         h[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(parse_eh_frame_hdr(&h, 0), None, "a count larger than the section");
+        assert_eq!(
+            parse_eh_frame_hdr(&h, 0),
+            None,
+            "a count larger than the section"
+        );
     }
 
     proptest! {

@@ -270,13 +270,15 @@ impl State<'_> {
         let mut counted = false;
         if kind == OffKind::Preempted {
             if let Some(e) = self.episode.get(prev_pid) {
-                j.sites.entry(e.site.clone()).or_default().preempted_spinning += 1;
+                j.sites
+                    .entry(e.site.clone())
+                    .or_default()
+                    .preempted_spinning += 1;
             }
         } else if let Some(e) = self.episode.remove(prev_pid) {
             // The watched acquisition ended in a sleep here, or its thread slept elsewhere
             // after acquiring it.
-            let slept_here =
-                kind == OffKind::Latch && site.as_ref().is_some_and(|s| s.0 == e.site);
+            let slept_here = kind == OffKind::Latch && site.as_ref().is_some_and(|s| s.0 == e.site);
             let t = j.sites.entry(e.site).or_default();
             t.episodes += 1;
             if slept_here {
@@ -367,9 +369,8 @@ fn off_kind(state: &str, frames: &[Frame]) -> OffKind {
     let named = |p: &dyn Fn(&str) -> bool| frames.iter().any(|f| f.sym.as_deref().is_some_and(p));
     let futex = named(&|s| s.contains("futex"));
     let first_user = frames.iter().find(|f| !is_kernel(&f.dso));
-    let direct = first_user.is_some_and(|f| {
-        is_server_dso(&f.dso) || f.sym.as_deref().is_some_and(|s| s == "syscall")
-    });
+    let direct = first_user
+        .is_some_and(|f| is_server_dso(&f.dso) || f.sym.as_deref().is_some_and(|s| s == "syscall"));
     let latch_name = frames
         .iter()
         .filter(|f| !is_kernel(&f.dso))
@@ -421,12 +422,11 @@ impl Names {
     }
 
     /// The site of a chain (leaf first) and the nearest named server frame above it.
-    fn site(
-        &mut self,
-        frames: &[Frame],
-        code: &mut dyn Code,
-    ) -> Option<(SiteKey, Option<String>)> {
-        let mut it = frames.iter().enumerate().filter(|(_, f)| is_server_dso(&f.dso));
+    fn site(&mut self, frames: &[Frame], code: &mut dyn Code) -> Option<(SiteKey, Option<String>)> {
+        let mut it = frames
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| is_server_dso(&f.dso));
         let anchor = it.find(|(i, f)| {
             let name = frame_name(f, *i == 0, code);
             !matches!(
@@ -495,7 +495,11 @@ mod tests {
             time_ns: t_us * 1000,
             period: 2_000_000,
             kind: Kind::Sample("cpu-clock".into()),
-            frames: vec![f(0xde2972, None, M), f(0xe114d3, None, M), f(0xda6f3c, None, M)],
+            frames: vec![
+                f(0xde2972, None, M),
+                f(0xe114d3, None, M),
+                f(0xda6f3c, None, M),
+            ],
         }
     }
 
@@ -532,7 +536,11 @@ mod tests {
             tid,
             t_us,
             "S",
-            vec![f(0x101829, Some("syscall"), LIBC), f(0xe11501, None, M), f(0xda6f3c, None, M)],
+            vec![
+                f(0x101829, Some("syscall"), LIBC),
+                f(0xe11501, None, M),
+                f(0xda6f3c, None, M),
+            ],
         )
     }
 
@@ -587,9 +595,19 @@ mod tests {
     fn preemption_and_pthread_waits_are_not_latch_sleeps() {
         let evs = vec![
             spin(1, 0),
-            out(1, 100, "R", vec![f(0xde2972, None, M), f(0xe114d3, None, M)]),
+            out(
+                1,
+                100,
+                "R",
+                vec![f(0xde2972, None, M), f(0xe114d3, None, M)],
+            ),
             into(1, 900),
-            out(2, 1000, "S", vec![f(0x85f16, Some("__futex_abstimed_wait_common"), LIBC)]),
+            out(
+                2,
+                1000,
+                "S",
+                vec![f(0x85f16, Some("__futex_abstimed_wait_common"), LIBC)],
+            ),
             into(2, 2000),
         ];
         let j = join(evs.into_iter(), 100, &mut Table);
@@ -653,7 +671,11 @@ mod tests {
                 f(3, sym("btr_cur_t::search_leaf"), M),
             ],
         );
-        let j = join(vec![spin_ev, sleep_ev, into(2, 20)].into_iter(), 100, &mut Table);
+        let j = join(
+            vec![spin_ev, sleep_ev, into(2, 20)].into_iter(),
+            100,
+            &mut Table,
+        );
         let key = (
             "mtr_t::page_lock".to_string(),
             Some("btr_cur_t::search_leaf".to_string()),

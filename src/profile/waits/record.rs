@@ -53,13 +53,16 @@ pub fn ctxt_switches(status: &str) -> Option<u64> {
 pub fn switch_rate(pid: u32, window: Duration) -> Result<f64> {
     let read = || -> Result<std::collections::HashMap<String, u64>> {
         let dir = format!("/proc/{pid}/task");
-        let rd = std::fs::read_dir(&dir)
-            .map_err(|e| Error::runtime(format!("reading {dir}: {e}")))?;
+        let rd =
+            std::fs::read_dir(&dir).map_err(|e| Error::runtime(format!("reading {dir}: {e}")))?;
         Ok(rd
             .filter_map(|e| {
                 let e = e.ok()?;
                 let s = std::fs::read_to_string(e.path().join("status")).ok()?;
-                Some((e.file_name().to_string_lossy().into_owned(), ctxt_switches(&s)?))
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    ctxt_switches(&s)?,
+                ))
             })
             .collect())
     };
@@ -219,10 +222,16 @@ mod tests {
     #[test]
     fn the_bound_refuses_a_busy_server() {
         let ok = decide(500.0, 2, 5.0).unwrap();
-        assert!(ok.expected_cost_pct < 5.0 && ok.decision == "recorded", "{ok:?}");
+        assert!(
+            ok.expected_cost_pct < 5.0 && ok.decision == "recorded",
+            "{ok:?}"
+        );
         let busy = 50_000.0;
         let err = decide(busy, 2, 5.0).unwrap_err().to_string();
-        assert!(err.contains("50000 times a second") && err.contains("--max-cost"), "{err}");
+        assert!(
+            err.contains("50000 times a second") && err.contains("--max-cost"),
+            "{err}"
+        );
         let accepted = decide(busy, 2, 1000.0).unwrap();
         assert!(accepted.decision.contains("above the default bound"));
         assert_eq!(decide(500.0, 2, 100.0).unwrap().decision, "recorded");
@@ -234,7 +243,10 @@ mod tests {
     fn filters_and_arguments() {
         let c = vec!["mariadbd".to_string(), "ib_io_wr-1".to_string()];
         let (out, into) = filters(&c);
-        assert_eq!(out, "prev_comm == \"mariadbd\" || prev_comm == \"ib_io_wr-1\"");
+        assert_eq!(
+            out,
+            "prev_comm == \"mariadbd\" || prev_comm == \"ib_io_wr-1\""
+        );
         assert!(into.starts_with("next_comm == \"mariadbd\""));
         let a = record_args(499, &c);
         assert!(a.contains(&"cpu-clock/period=2004008/".to_string()));

@@ -210,7 +210,11 @@ pub fn parse_event(line: &str) -> Option<Event> {
             && pid_tid(toks[i].1).is_some()
             && {
                 // An optional `[cpu]` column between pid/tid and the time.
-                let j = if toks[i + 1].1.starts_with('[') { i + 2 } else { i + 1 };
+                let j = if toks[i + 1].1.starts_with('[') {
+                    i + 2
+                } else {
+                    i + 1
+                };
                 toks.get(j).is_some_and(|t| time_ns(t.1).is_some())
             }
     })?;
@@ -370,7 +374,10 @@ mod tests {
         let (v, seen) = all(text);
         assert_eq!(v.len(), 3, "{v:?}");
         assert_eq!(seen.odd_lines, 0);
-        assert_eq!((v[0].pid, v[0].tid, v[0].time_ns), (19298, 19456, 775_724_053_000));
+        assert_eq!(
+            (v[0].pid, v[0].tid, v[0].time_ns),
+            (19298, 19456, 775_724_053_000)
+        );
         assert_eq!(
             v[0].kind,
             Kind::Switch {
@@ -402,7 +409,13 @@ mod tests {
     fn a_cpu_column_and_nanosecond_times() {
         let (v, _) = all("sleep 19528/19528 [000]   726.376378123:          1 sched:sched_switch: prev_comm=sleep prev_pid=19528 prev_prio=120 prev_state=S ==> next_comm=mariadbd next_pid=19412 next_prio=120\n");
         assert_eq!(v[0].time_ns, 726_376_378_123);
-        assert!(matches!(v[0].kind, Kind::Switch { next_pid: 19412, .. }));
+        assert!(matches!(
+            v[0].kind,
+            Kind::Switch {
+                next_pid: 19412,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -417,7 +430,10 @@ mod tests {
     fn caps_stop_reading() {
         let mut ev = Events::new(&b"x 1/2 3.0: 1 cpu-clock:\n"[..], 5);
         assert_eq!(ev.by_ref().count(), 0);
-        assert!(matches!(ev.error, Some(ReadError::TooLong { max_bytes: 5 })));
+        assert!(matches!(
+            ev.error,
+            Some(ReadError::TooLong { max_bytes: 5 })
+        ));
     }
 
     proptest! {
