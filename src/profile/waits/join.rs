@@ -163,8 +163,9 @@ pub fn join(events: impl Iterator<Item = Event>, pid: u32, code: &mut dyn Code) 
                 if ev.pid != pid || ev.tid != *prev_pid {
                     continue;
                 }
-                if ev.frames.is_empty() {
-                    // Perhaps the chain-less copy of a switch whose chained copy follows (two
+                if ev.frames.len() <= 1 {
+                    // Perhaps the chain-less copy (at most the one frame perf prints on the
+                    // event line) of a switch whose chained copy follows or came first (two
                     // tracepoint instances, up to a microsecond apart): held until the
                     // thread's next event.
                     let t = ev.tid;
@@ -622,8 +623,9 @@ mod tests {
     fn a_switch_recorded_twice_counts_once_and_keeps_its_chain() {
         let mut bare = latch_sleep(1, 10);
         bare.frames.clear();
+        // The real chain-less copy: the one frame perf prints on its event line.
         let mut late_bare = latch_sleep(2, 41);
-        late_bare.frames.clear();
+        late_bare.frames.truncate(1);
         let evs = vec![
             bare,
             latch_sleep(1, 10),
