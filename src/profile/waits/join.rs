@@ -703,8 +703,8 @@ mod tests {
         assert!(s.spin_samples > 0 && s.slept_episodes > 0, "{s:?}");
         // At delay 4, one spin round: latch sleeps that end inside the window.
         let j = fixture("mariadbd-waits-d4-l1.perf");
-        let (n, ns) = j.off[&OffKind::Latch];
-        assert!(n > 5 && ns > 0, "{:?}", j.off);
+        let (n, ns) = j.off.get(&OffKind::Latch).copied().unwrap_or_default();
+        assert!(n >= 3 && ns > 0, "{:?}", j.off);
         assert!(j.sites.values().any(|t| !t.sleeps_ns.is_empty()));
     }
 }

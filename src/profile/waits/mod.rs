@@ -520,8 +520,15 @@ mod tests {
             cost: None,
         };
         let d = analyse_reader(std::io::BufReader::new(f), "fixture", u64::MAX, b).unwrap();
-        assert!(d.samples > 0 && d.latch_sleeps > 0, "{d:#?}");
-        assert!(d.cpu_seconds_per_s > 0.0);
+        // Two threads' events over 30 ms: latch sleeps that end inside it, at a site.
+        assert!(
+            d.latch_sleeps > 0 && d.latch_sleep_seconds_per_s > 0.0,
+            "{d:#?}"
+        );
+        assert!(d
+            .sites
+            .iter()
+            .any(|s| s.sleeps > 0 && s.sleep_lengths.is_some()));
         let other = analyse_reader(
             &b"x 1/2 3.0: 1 cpu-clock:\n"[..],
             "t",
