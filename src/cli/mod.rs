@@ -12,6 +12,7 @@ pub mod lab;
 pub mod probe;
 pub mod profile;
 pub mod progress;
+pub mod profile_waits;
 pub mod report;
 pub mod restore;
 pub mod rt;
@@ -104,6 +105,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Doctor(a) => doctor::run(a),
         Command::Lab(a) => lab::run(a),
         Command::Report(a) => report::run(a),
+        Command::Profile(a) if a.waits => profile_waits::run(&a),
         Command::Profile(a) => profile::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Tune(a) => tune::run(a),

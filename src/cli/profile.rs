@@ -19,7 +19,8 @@ use crate::report;
     after_help = "Examples:\n  spinscope profile --process mariadbd --duration 10s --svg flame.svg\n  \
     spinscope profile --pid 1234 --duration 5s --hz 499 --json\n  \
     spinscope profile --perf-script tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf\n  \
-    spinscope profile --diff before.folded after.folded --svg diff.svg\n\n\
+    spinscope profile --diff before.folded after.folded --svg diff.svg\n  \
+    spinscope profile --waits --process mariadbd --duration 5s\n\n\
     --diff follows perf diff: BEFORE is the baseline; each input is normalised to shares of its \
     own total (so recordings of different lengths or rates compare); a row's change is the \
     AFTER share minus the BEFORE share, in points of the whole profile; rows are sorted by the \
@@ -82,6 +83,15 @@ pub struct ProfileArgs {
     /// Also save the perf-script text that was analysed to FILE (live mode), for replay.
     #[arg(long, value_name = "FILE")]
     pub save_script: Option<PathBuf>,
+    /// The wait view: spin CPU beside latch sleeps per latch site (on-CPU samples and every
+    /// context switch of the server's threads, from sched:sched_switch), and which way the
+    /// spin settings should move. Live, or from a saved `perf script` of such a recording.
+    #[arg(long)]
+    pub waits: bool,
+    /// With --waits: refuse to record when the expected cost (from the server's context
+    /// switches in a 0.5 s pre-check) is above this percentage of its throughput.
+    #[arg(long, value_name = "PCT", default_value_t = crate::profile::waits::record::DEFAULT_MAX_COST_PCT)]
+    pub max_cost: f64,
 }
 
 /// An output created before any recording (a new temp file next to the path), so a bad path

@@ -363,6 +363,33 @@ pub fn record_with<T>(
     } else {
         "cpu-clock"
     };
+    let mut rec: Vec<String> = ["-e", event, "-F", &req.frequency_hz.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    rec.extend(mode.record_args(req.pid));
+    let script: Vec<String> = ["-F", SCRIPT_FIELDS, "--pid", &req.pid.to_string()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let value = record_args(req.pid, req.seconds, &rec, &script, consume)?;
+    Ok((value, event.to_string()))
+}
+
+/// The recording machinery of [`record_with`] with the caller's `perf record` arguments
+/// (events, attach, call chains; `-q`, `-o -` and `--no-bpf-event` are added) and `perf
+/// script` arguments (fields, filters; `-i -` is added): `profile --waits` records its own
+/// events this way.
+pub fn record_args<T>(
+    pid: u32,
+    seconds: f64,
+    record: &[String],
+    script_args: &[String],
+    consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
+) -> Result<T> {
+    if comm_of(pid).is_none() {
+        return Err(Error::bad_input(format!("--pid {pid}: no such process")));
+    }
     let dir = tempfile::Builder::new()
         .prefix("spinscope-profile-")
         .tempdir()
@@ -373,9 +400,9 @@ pub fn record_with<T>(
     let mut perf = Reaped(Some(
         perf_command()
             .arg("record")
-            .args(["-e", event, "-F", &req.frequency_hz.to_string(), "-q"])
+            .args(record)
+            .arg("-q")
             .args(no_bpf_event())
-            .args(mode.record_args(req.pid))
             .args(["-o", "-"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -394,15 +421,9 @@ pub fn record_with<T>(
     }
     let mut script = Reaped(Some(
         script_cmd
-            .args([
-                "script",
-                "-F",
-                SCRIPT_FIELDS,
-                "--pid",
-                &req.pid.to_string(),
-                "-i",
-                "-",
-            ])
+            .arg("script")
+            .args(script_args)
+            .args(["-i", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(log_file(&script_err)?)
@@ -419,7 +440,6 @@ pub fn record_with<T>(
     let pump = Pump::start(data, into);
     let script_pid = script.0.as_ref().map_or(0, |c| c.id()) as libc::pid_t;
     let got = Arc::clone(&signals.got);
-    let seconds = req.seconds;
     let control = std::thread::spawn(move || run_recording(perf, seconds, &got, script_pid));
 
     let mut reader = BufReader::with_capacity(1 << 18, out);
@@ -438,10 +458,9 @@ pub fn record_with<T>(
         )));
     }
     let status = script.0.take().map(|mut c| c.wait());
-    if comm_of(req.pid).is_none() {
+    if comm_of(pid).is_none() {
         return Err(Error::runtime(format!(
-            "process {} exited during the profile; profile a running server",
-            req.pid
+            "process {pid} exited during the profile; profile a running server"
         )));
     }
     if let Err(e) = pumped {
@@ -464,7 +483,7 @@ pub fn record_with<T>(
         )));
     }
     drop(dir);
-    Ok((value, event.to_string()))
+    Ok(value)
 }
 
 /// perf script's niceness while it reads the recording as it is made.

@@ -12,6 +12,7 @@ pub mod render;
 pub mod rules;
 pub mod run;
 pub mod svg;
+pub mod waits;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;

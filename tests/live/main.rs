@@ -17,6 +17,7 @@ mod doctor_rules_mariadb;
 mod doctor_took_mariadb;
 mod journal_sessions;
 mod profile_mariadb;
+mod profile_waits_mariadb;
 mod progress_pty;
 mod restore_list_mariadb;
 mod rt_follow_mariadb;
