@@ -132,7 +132,11 @@ pub fn hex(id: &[u8]) -> String {
 /// `<root>/.build-id/xx/yyyy.debug` for a build-id (None for an id too short to split).
 pub fn debug_file_path(root: &std::path::Path, id: &[u8]) -> Option<std::path::PathBuf> {
     let h = hex(id);
-    (h.len() > 2).then(|| root.join(".build-id").join(&h[..2]).join(format!("{}.debug", &h[2..])))
+    (h.len() > 2).then(|| {
+        root.join(".build-id")
+            .join(&h[..2])
+            .join(format!("{}.debug", &h[2..]))
+    })
 }
 
 /// Function symbols of a debug file (or an unstripped binary), by address, demangled.
@@ -168,7 +172,10 @@ impl Symbols {
 
     /// The function whose range holds `vaddr`.
     pub fn name_at(&self, vaddr: u64) -> Option<&str> {
-        let i = self.funcs.partition_point(|f| f.0 <= vaddr).checked_sub(1)?;
+        let i = self
+            .funcs
+            .partition_point(|f| f.0 <= vaddr)
+            .checked_sub(1)?;
         let (start, size, name) = &self.funcs[i];
         (vaddr - start < (*size).max(1)).then_some(name.as_str())
     }
@@ -301,13 +308,24 @@ pub(crate) mod tests {
                 .is_ok_and(|s| s.success())
         };
         let (b, s) = (bin.as_os_str(), src.as_os_str());
-        if !run("cc", &["-O1".as_ref(), "-Wl,--build-id".as_ref(), "-o".as_ref(), b, s]) {
+        if !run(
+            "cc",
+            &[
+                "-O1".as_ref(),
+                "-Wl,--build-id".as_ref(),
+                "-o".as_ref(),
+                b,
+                s,
+            ],
+        ) {
             eprintln!("skipped: no C compiler (cc) to build a test binary");
             return None;
         }
         let dbg = dir.join("t.debug");
-        if !run("objcopy", &["--only-keep-debug".as_ref(), b, dbg.as_os_str()])
-            || !run("strip", &[b])
+        if !run(
+            "objcopy",
+            &["--only-keep-debug".as_ref(), b, dbg.as_os_str()],
+        ) || !run("strip", &[b])
         {
             eprintln!("skipped: objcopy/strip (binutils) not installed");
             return None;
@@ -326,7 +344,10 @@ pub(crate) mod tests {
         let root = dir.path().join("debug");
         let id = build_id(&bin).expect("a build-id note");
         assert!(id.len() >= 8, "{id:?}");
-        assert!(Symbols::open(&bin).is_none(), "stripped: no function symbols");
+        assert!(
+            Symbols::open(&bin).is_none(),
+            "stripped: no function symbols"
+        );
         match find_debug_symbols(&bin, &root) {
             DebugLookup::Missing(h) => assert_eq!(h, hex(&id)),
             _ => panic!("nothing installed yet"),
@@ -340,7 +361,12 @@ pub(crate) mod tests {
         assert_eq!(p, place);
         // The address of spin_here, from the debug file's own table, is named; one past the
         // last function is not.
-        let at = syms.funcs.iter().find(|f| f.2 == "spin_here").expect("spin_here").0;
+        let at = syms
+            .funcs
+            .iter()
+            .find(|f| f.2 == "spin_here")
+            .expect("spin_here")
+            .0;
         assert_eq!(syms.name_at(at + 1), Some("spin_here"));
         assert_eq!(syms.name_at(0), None);
         // The binary's loadable segments give the same file offset for that address as
@@ -351,7 +377,10 @@ pub(crate) mod tests {
 
     #[test]
     fn debug_paths_and_demangling() {
-        let p = debug_file_path(std::path::Path::new("/usr/lib/debug"), &[0x43, 0x9d, 0xa8, 0xd9]);
+        let p = debug_file_path(
+            std::path::Path::new("/usr/lib/debug"),
+            &[0x43, 0x9d, 0xa8, 0xd9],
+        );
         assert_eq!(
             p.unwrap(),
             std::path::Path::new("/usr/lib/debug/.build-id/43/9da8d9.debug")

@@ -1024,10 +1024,9 @@ mod tests {
         assert_eq!(parse_time_ns("99999999999999999999.1"), None);
         let t = "m 1/2 [000] 10.001: 5 cpu-clock:\n\t 1 a (/x)\n\n\
                  m 1/2 [001] 10.004: 7 cpu-clock:\n\t 1 a (/x)\n\n\
-                 m 1/2 [000] 10.020: 9 cpu-clock:\n\t 2 b (/x)\n\n\
-                 m 1/2 cpu-clock:\n\t 2 b (/x)\n\n";
+                 m 1/2 [000] 10.020: 9 cpu-clock:\n\t 2 b (/x)\n\n";
         let f = run(t);
-        assert_eq!(f.total.samples, 4);
+        assert_eq!(f.total.samples, 3);
         let (stacks, _, slot_to_stack) = f.resolve_slots(&HashMap::new());
         let mut by: Vec<(u64, &str, u64, u64)> = f
             .timeline
@@ -1038,8 +1037,11 @@ mod tests {
             })
             .collect();
         by.sort();
-        // The sample without a time is folded but not in the timeline.
         assert_eq!(by, vec![(1000, "m;a", 2, 12), (1002, "m;b", 1, 9)]);
+        // A sample without a time is folded but not in the timeline.
+        let f = run("func_ab 15294 cpu-clock:\n\t 1 a (/x)\n\n");
+        assert_eq!(f.total.samples, 1);
+        assert!(f.timeline.is_empty());
     }
 
     #[test]

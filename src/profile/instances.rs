@@ -26,10 +26,7 @@ impl Instance {
             [p] => parts.push(format!("port {p}")),
             ps => parts.push(format!(
                 "ports {}",
-                ps.iter()
-                    .map(u16::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                ps.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
             )),
         }
         for s in &self.sockets {
@@ -182,8 +179,14 @@ mod tests {
     #[test]
     fn listening_sockets_of_the_pid_only() {
         let inodes = socket_inodes(
-            ["socket:[80566]", "socket:[80999]", "socket:[80570]", "/dev/null", "socket:[x]"]
-                .into_iter(),
+            [
+                "socket:[80566]",
+                "socket:[80999]",
+                "socket:[80570]",
+                "/dev/null",
+                "socket:[x]",
+            ]
+            .into_iter(),
         );
         assert_eq!(inodes.len(), 3);
         assert_eq!(listening_ports(TCP, &inodes), vec![0x847D]);
@@ -209,9 +212,15 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        assert_eq!(option_value(&args, "datadir").as_deref(), Some("/tmp/a/data"));
+        assert_eq!(
+            option_value(&args, "datadir").as_deref(),
+            Some("/tmp/a/data")
+        );
         assert_eq!(option_value(&args, "port").as_deref(), Some("3307"));
-        assert_eq!(option_value(&args, "pid-file").as_deref(), Some("/tmp/a/m.pid"));
+        assert_eq!(
+            option_value(&args, "pid-file").as_deref(),
+            Some("/tmp/a/m.pid")
+        );
         assert_eq!(option_value(&args, "socket"), None);
         let i = Instance {
             pid: 7,

@@ -112,7 +112,9 @@ mod tests {
     #[test]
     fn sample_types_follow_the_weight() {
         let k = |v: Vec<ValueType>| -> Vec<String> {
-            v.into_iter().map(|t| format!("{}/{}", t.kind, t.unit)).collect()
+            v.into_iter()
+                .map(|t| format!("{}/{}", t.kind, t.unit))
+                .collect()
         };
         assert_eq!(
             k(on_cpu_types("ns", Some("cpu-clock"))),

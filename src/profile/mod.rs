@@ -369,10 +369,10 @@ fn spin_over_time(
         }
     }
     let spin_share: Vec<f64> = (0..n).map(|i| share(spin[i], total[i])).collect();
-    let (peak_period, peak_share) = spin_share
-        .iter()
-        .enumerate()
-        .fold((0, -1.0), |best, (i, &s)| if s > best.1 { (i, s) } else { best });
+    let (peak_period, peak_share) = spin_share.iter().enumerate().fold(
+        (0, -1.0),
+        |best, (i, &s)| if s > best.1 { (i, s) } else { best },
+    );
     Some(SpinOverTime {
         period_s: (width * fold::TIME_BUCKET_NS) as f64 / 1e9,
         spin_share,
@@ -479,12 +479,18 @@ fn debug_names(
                     }
                 }
                 notes.push(format!(
-                    "{bin} has no symbols; {named} addresses without one were named from its                      separate debug file {}",
+                    "{bin} has no symbols; {named} addresses without one were named from its \
+                     separate debug file {}",
                     path.display()
                 ));
             }
             elf::DebugLookup::Missing(id) => notes.push(format!(
-                "{bin} is stripped and no debug file for its build-id {id} is installed under                  {}/.build-id: install its debug package (MariaDB on Debian/Ubuntu:                  mariadb-server-core-dbgsym, mariadb-server-dbgsym on older releases, from the                  debug archive) or set DEBUGINFOD_URLS (e.g. https://debuginfod.debian.net) so                  perf fetches it; addresses are shown as {bin}+0x<file offset>, the same in                  every run of this build",
+                "{bin} is stripped and no debug file for its build-id {id} is installed under \
+                 {}/.build-id: install its debug package (MariaDB on Debian/Ubuntu: \
+                 mariadb-server-core-dbgsym, mariadb-server-dbgsym on older releases, from the \
+                 debug archive) or set DEBUGINFOD_URLS (e.g. https://debuginfod.debian.net) so \
+                 perf fetches it; addresses are shown as {bin}+0x<file offset>, the same in \
+                 every run of this build",
                 root.display()
             )),
             elf::DebugLookup::NoBuildId => {}
@@ -1177,7 +1183,10 @@ mod tests {
         let Some((bin, dbg)) = elf::tests::stripped_test_binary(dir.path()) else {
             return;
         };
-        let at = elf::Symbols::open(&dbg).unwrap().address_of("spin_here").unwrap();
+        let at = elf::Symbols::open(&dbg)
+            .unwrap()
+            .address_of("spin_here")
+            .unwrap();
         let off = elf::Binary::open(&bin).unwrap().file_offset(at).unwrap();
         let text: String = (0..3)
             .map(|i| {
@@ -1203,7 +1212,10 @@ mod tests {
             .iter()
             .find(|n| n.contains("no debug file for its build-id"))
             .expect("a note on how to get the debug file");
-        assert!(note.contains("-dbgsym") && note.contains("DEBUGINFOD_URLS"), "{note}");
+        assert!(
+            note.contains("-dbgsym") && note.contains("DEBUGINFOD_URLS"),
+            "{note}"
+        );
         let p = without.pprof.as_ref().unwrap();
         let leaf = p.frames.iter().find(|f| f.binary.is_some()).unwrap();
         assert_eq!(leaf.function, format!("t+0x{:x}", off + 1));
@@ -1215,7 +1227,14 @@ mod tests {
         std::fs::copy(&dbg, &place).unwrap();
         let with = analyse(&text, Source::script(None), &opts).unwrap();
         assert_eq!(with.folded[0].0, "t;main;spin_here");
-        assert!(with.doc.notes.iter().any(|n| n.contains("named from its separate debug file")));
+        assert!(
+            with.doc
+                .notes
+                .iter()
+                .any(|n| n.contains("named from its separate debug file")),
+            "{:?}",
+            with.doc.notes
+        );
         let p = with.pprof.as_ref().unwrap();
         let leaf = p.frames.iter().find(|f| f.binary.is_some()).unwrap();
         // The same offset, now with the name.

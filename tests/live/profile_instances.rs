@@ -14,7 +14,11 @@ fn several_mariadbd_are_listed_with_port_socket_and_datadir() {
         .args(["profile", "--duration", "1s", "--process", "mariadbd"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "bad input: the user must choose");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "bad input: the user must choose"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("choose one with --pid PID"), "{err}");
     for db in [&a, &b] {

@@ -160,9 +160,8 @@ fn check(script: &str) -> usize {
     let leaves = leaf_weights(&r.folded);
     let rows = flat(&by_cpu);
     assert!(!rows.is_empty(), "{by_cpu}");
-    let unnamed_row = |n: &str| {
-        (n.contains("+0x") || n.starts_with('[')) && !n.starts_with("[spin loop at ")
-    };
+    let unnamed_row =
+        |n: &str| (n.contains("+0x") || n.starts_with('[')) && !n.starts_with("[spin loop at ");
     let mut compared = 0;
     for (name, v) in &rows {
         if unnamed_row(name) {
@@ -238,5 +237,8 @@ fn a_one_second_burst_stands_out() {
         .find(|l| l.starts_with("spin share by second: "))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("peak 80% in second 3 of 10, 2-3 s"), "{line}");
-    assert!(line.contains("a burst the whole-recording share dilutes"), "{line}");
+    assert!(
+        line.contains("a burst the whole-recording share dilutes"),
+        "{line}"
+    );
 }
