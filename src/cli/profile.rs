@@ -80,6 +80,11 @@ pub struct ProfileArgs {
     /// Write a flame graph (SVG) to FILE, spin and latch classes in their own colours.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write the profile as gzipped profile.proto (pprof) to FILE: for `go tool pprof`, Grafana
+    /// Pyroscope, Parca. Sample types samples/count and cpu/nanoseconds (cpu-clock; a counted
+    /// event gives <event>/count); each sample labelled with spinscope's class and the comm.
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
     /// Also save the perf-script text that was analysed to FILE (live mode), for replay.
     #[arg(long, value_name = "FILE")]
     pub save_script: Option<PathBuf>,
@@ -125,11 +130,18 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         .as_deref()
         .map(|p| open_output("--svg", p))
         .transpose()?;
+    let pprof_out = a
+        .pprof
+        .as_deref()
+        .map(|p| open_output("--pprof", p))
+        .transpose()?;
     let opts = profile::Options {
         top_stacks: a.top,
         event: a.event.clone(),
         max_input_bytes: a.max_input_mb.saturating_mul(1 << 20),
         empty_is_idle: false,
+        pprof: a.pprof.is_some(),
+        ..Default::default()
     };
     let an = match &a.perf_script {
         Some(_) if a.save_script.is_some() => {
@@ -151,6 +163,12 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
     if let (Some(p), Some(f)) = (&a.svg, svg_out) {
         let svg = profile::svg::flame_graph(&an.folded, "spinscope profile", &an.doc.weight_unit)?;
         write_out("--svg", p, f, svg.as_bytes())?;
+    }
+    if let (Some(p), Some(out), Some(pp)) = (&a.pprof, pprof_out, &an.pprof) {
+        let bytes = profile::pprof::encode(pp).map_err(|e| {
+            Error::runtime(format!("--pprof {}: encoding failed ({e})", p.display()))
+        })?;
+        write_out("--pprof", p, out, &bytes)?;
     }
     if a.json {
         report::print_json(&an.doc)?;
@@ -181,6 +199,7 @@ fn check_args(a: &ProfileArgs) -> Result<()> {
     let outs: Vec<(&str, &Path)> = [
         ("--folded", &a.folded),
         ("--svg", &a.svg),
+        ("--pprof", &a.pprof),
         ("--save-script", &a.save_script),
     ]
     .into_iter()
@@ -227,10 +246,10 @@ fn run_diff(a: &ProfileArgs) -> Result<i32> {
             "--diff: give two inputs, BEFORE and AFTER",
         ));
     };
-    if a.folded.is_some() || a.save_script.is_some() {
+    if a.folded.is_some() || a.save_script.is_some() || a.pprof.is_some() {
         return Err(Error::bad_input(
-            "--diff: --folded and --save-script belong to one profile; compare with --json or \
-             --svg",
+            "--diff: --folded, --pprof and --save-script belong to one profile; compare with \
+             --json or --svg",
         ));
     }
     if a.max_input_mb == 0 {

@@ -124,8 +124,8 @@ pub fn comm_of(pid: u32) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// Find the pid of the one process with this command name; several are refused with their
-/// pids listed (bad input: the user must choose with --pid).
+/// Find the pid of the one process with this command name; several are refused with each pid's
+/// ports, sockets and data directory listed (bad input: the user must choose with --pid).
 pub fn find_process(name: &str) -> Result<u32> {
     let rd =
         std::fs::read_dir("/proc").map_err(|e| Error::runtime(format!("reading /proc: {e}")))?;
@@ -140,12 +140,12 @@ pub fn find_process(name: &str) -> Result<u32> {
         ))),
         [one] => Ok(*one),
         many => Err(Error::bad_input(format!(
-            "--process {name}: {} processes have that name (pids {}); choose one with --pid PID",
+            "--process {name}: {} processes have that name; choose one with --pid PID:\n{}",
             many.len(),
             many.iter()
-                .map(u32::to_string)
+                .map(|&p| format!("  {}", super::instances::describe(p).line()))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join("\n")
         ))),
     }
 }

@@ -1,6 +1,10 @@
 //! Spin loops without symbols: read the instruction bytes around a sampled IP from the mapped
 //! binary and recognise a spin-hint loop (x86: the IP right after `pause` F3 90 in a short
 //! backward loop; aarch64: right after `isb`/`yield` with a backward branch close by).
+//!
+//! Names for stripped binaries: the binary's GNU build-id note leads to a separate debug file
+//! (`<root>/.build-id/xx/yyyy.debug`, what a distribution's -dbgsym / -debuginfo package
+//! installs), whose symbol table names an address.
 
 use std::os::unix::fs::FileExt;
 
@@ -108,6 +112,105 @@ impl Binary {
     }
 }
 
+/// Where distributions install separate debug files.
+pub const DEBUG_ROOT: &str = "/usr/lib/debug";
+
+/// The GNU build-id of an ELF file, if it has one.
+pub fn build_id(path: &std::path::Path) -> Option<Vec<u8>> {
+    use object::Object;
+    let file = std::fs::File::open(path).ok()?;
+    let cache = ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    obj.build_id().ok()?.map(<[u8]>::to_vec)
+}
+
+/// Lower-case hex of a build-id.
+pub fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `<root>/.build-id/xx/yyyy.debug` for a build-id (None for an id too short to split).
+pub fn debug_file_path(root: &std::path::Path, id: &[u8]) -> Option<std::path::PathBuf> {
+    let h = hex(id);
+    (h.len() > 2).then(|| {
+        root.join(".build-id")
+            .join(&h[..2])
+            .join(format!("{}.debug", &h[2..]))
+    })
+}
+
+/// Function symbols of a debug file (or an unstripped binary), by address, demangled.
+pub struct Symbols {
+    /// (start, size, name), sorted by start.
+    funcs: Vec<(u64, u64, String)>,
+}
+
+impl Symbols {
+    /// The function symbols of the ELF file at `path`; `None` when it has none or is not ELF.
+    pub fn open(path: &std::path::Path) -> Option<Symbols> {
+        use object::{Object, ObjectSymbol};
+        let file = std::fs::File::open(path).ok()?;
+        let cache = ReadCache::new(file);
+        let obj = object::File::parse(&cache).ok()?;
+        let mut funcs: Vec<(u64, u64, String)> = obj
+            .symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), demangle(s.name().ok()?))))
+            .collect();
+        if funcs.is_empty() {
+            return None;
+        }
+        funcs.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        Some(Symbols { funcs })
+    }
+
+    /// The address of the function called `name` (tests).
+    #[cfg(test)]
+    pub(crate) fn address_of(&self, name: &str) -> Option<u64> {
+        self.funcs.iter().find(|f| f.2 == name).map(|f| f.0)
+    }
+
+    /// The function whose range holds `vaddr`.
+    pub fn name_at(&self, vaddr: u64) -> Option<&str> {
+        let i = self
+            .funcs
+            .partition_point(|f| f.0 <= vaddr)
+            .checked_sub(1)?;
+        let (start, size, name) = &self.funcs[i];
+        (vaddr - start < (*size).max(1)).then_some(name.as_str())
+    }
+}
+
+/// A C++ symbol as perf shows it (`srw_mutex_impl<true>::wait_and_lock(unsigned int)`); other
+/// names unchanged.
+fn demangle(name: &str) -> String {
+    cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// What separate debug symbols were found for a binary without symbols.
+pub enum DebugLookup {
+    /// The debug file at this path, with its symbols.
+    Found(std::path::PathBuf, Symbols),
+    /// The binary has this build-id but no (readable) debug file is installed under the root.
+    Missing(String),
+    /// The binary carries no build-id: nothing to look up.
+    NoBuildId,
+}
+
+/// Look for the separate debug file of `binary` under `root` (normally [`DEBUG_ROOT`]).
+pub fn find_debug_symbols(binary: &std::path::Path, root: &std::path::Path) -> DebugLookup {
+    let Some(id) = build_id(binary) else {
+        return DebugLookup::NoBuildId;
+    };
+    match debug_file_path(root, &id).and_then(|p| Some((Symbols::open(&p)?, p))) {
+        Some((syms, p)) => DebugLookup::Found(p, syms),
+        None => DebugLookup::Missing(hex(&id)),
+    }
+}
+
 /// x86: bytes `F3 90` end at `ip`, and a backward branch within 48 bytes after it jumps to
 /// at most 64 bytes before the pause.
 pub fn x86_spin_loop(code: &[u8], ip: usize) -> bool {
@@ -182,8 +285,110 @@ pub fn aarch64_spin_loop(code: &[u8], ip: usize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A small C program built in `dir`, stripped, and its debug file beside it (`t.debug`);
+    /// `None` (with a line saying why) where no C compiler or binutils are installed.
+    pub(crate) fn stripped_test_binary(
+        dir: &std::path::Path,
+    ) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+        let src = dir.join("t.c");
+        std::fs::write(
+            &src,
+            "int spin_here(int n){volatile int x=0;while(n--)x++;return x;}\n\
+             int main(int c,char**v){(void)v;return spin_here(c);}\n",
+        )
+        .unwrap();
+        let bin = dir.join("t");
+        let run = |cmd: &str, args: &[&std::ffi::OsStr]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let (b, s) = (bin.as_os_str(), src.as_os_str());
+        if !run(
+            "cc",
+            &[
+                "-O1".as_ref(),
+                "-Wl,--build-id".as_ref(),
+                "-o".as_ref(),
+                b,
+                s,
+            ],
+        ) {
+            eprintln!("skipped: no C compiler (cc) to build a test binary");
+            return None;
+        }
+        let dbg = dir.join("t.debug");
+        if !run(
+            "objcopy",
+            &["--only-keep-debug".as_ref(), b, dbg.as_os_str()],
+        ) || !run("strip", &[b])
+        {
+            eprintln!("skipped: objcopy/strip (binutils) not installed");
+            return None;
+        }
+        Some((bin, dbg))
+    }
+
+    /// The stripped test binary's names come from its debug file once that is placed under a
+    /// temporary debug root by build-id.
+    #[test]
+    fn stripped_binary_named_from_its_build_id_debug_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((bin, dbg)) = stripped_test_binary(dir.path()) else {
+            return;
+        };
+        let root = dir.path().join("debug");
+        let id = build_id(&bin).expect("a build-id note");
+        assert!(id.len() >= 8, "{id:?}");
+        assert!(
+            Symbols::open(&bin).is_none(),
+            "stripped: no function symbols"
+        );
+        match find_debug_symbols(&bin, &root) {
+            DebugLookup::Missing(h) => assert_eq!(h, hex(&id)),
+            _ => panic!("nothing installed yet"),
+        }
+        let place = debug_file_path(&root, &id).unwrap();
+        std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+        std::fs::copy(&dbg, &place).unwrap();
+        let DebugLookup::Found(p, syms) = find_debug_symbols(&bin, &root) else {
+            panic!("the debug file is installed");
+        };
+        assert_eq!(p, place);
+        // The address of spin_here, from the debug file's own table, is named; one past the
+        // last function is not.
+        let at = syms
+            .funcs
+            .iter()
+            .find(|f| f.2 == "spin_here")
+            .expect("spin_here")
+            .0;
+        assert_eq!(syms.name_at(at + 1), Some("spin_here"));
+        assert_eq!(syms.name_at(0), None);
+        // The binary's loadable segments give the same file offset for that address as
+        // before stripping: offsets stay comparable with or without the debug file.
+        let stripped = Binary::open(&bin).unwrap();
+        assert!(stripped.file_offset(at).is_some());
+    }
+
+    #[test]
+    fn debug_paths_and_demangling() {
+        let p = debug_file_path(
+            std::path::Path::new("/usr/lib/debug"),
+            &[0x43, 0x9d, 0xa8, 0xd9],
+        );
+        assert_eq!(
+            p.unwrap(),
+            std::path::Path::new("/usr/lib/debug/.build-id/43/9da8d9.debug")
+        );
+        assert!(debug_file_path(std::path::Path::new("/x"), &[1]).is_none());
+        assert_eq!(demangle("_Z8ut_delayj"), "ut_delay(unsigned int)");
+        assert_eq!(demangle("main"), "main");
+    }
 
     #[test]
     fn x86_pause_loop() {

@@ -84,7 +84,7 @@ pub struct Folded {
     /// Stacks as name ids, comm first, leaf last (a leaf may be `LEAF_BIT | i` for
     /// `leaves[i]`) -> samples and weight. Their text is written once, by
     /// [`Folded::resolve`] (see [`Folded::stack_map`] for the text with placeholders).
-    stacks: HashMap<Vec<u32>, Tally, FoldHash>,
+    stacks: HashMap<Vec<u32>, (Tally, u32), FoldHash>,
     /// The distinct frame names (and comms), by id.
     names: Vec<String>,
     pub leaves: Vec<UnknownLeaf>,
@@ -109,7 +109,14 @@ pub struct Folded {
     pub comment_lines: u64,
     pub odd_lines: u64,
     pub first_odd: Option<(u64, String)>,
+    /// Samples by time: (10 ms bucket of perf's timestamp, stack slot) -> samples and weight,
+    /// for samples whose event line carried a time. A stack's slot is given beside it by
+    /// [`Folded::resolve_slots`]. Grows with distinct stacks per 10 ms, not with samples.
+    pub timeline: HashMap<(u64, u32), Tally, FoldHash>,
 }
+
+/// Width of a [`Folded::timeline`] bucket, in ns.
+pub const TIME_BUCKET_NS: u64 = 10_000_000;
 
 impl Folded {
     /// The folded stacks with placeholders replaced: `names[i]` (when given) or the default name
@@ -127,29 +134,37 @@ impl Folded {
         &'s self,
         names: &HashMap<usize, String>,
     ) -> (Vec<(String, Tally)>, Vec<&'s [u32]>) {
-        let mut v: Vec<(String, Tally, &[u32])> = Vec::with_capacity(self.stacks.len());
-        for (ids, t) in &self.stacks {
+        let (stacks, ids, _) = self.resolve_slots(names);
+        (stacks, ids)
+    }
+
+    /// [`Folded::resolve_ids`], and for each slot of [`Folded::timeline`] the index of the
+    /// stack it was merged into.
+    pub fn resolve_slots<'s>(
+        &'s self,
+        names: &HashMap<usize, String>,
+    ) -> (Vec<(String, Tally)>, Vec<&'s [u32]>, Vec<u32>) {
+        let mut v: Vec<(String, Tally, &[u32], u32)> = Vec::with_capacity(self.stacks.len());
+        for (ids, (t, slot)) in &self.stacks {
             let mut text = String::with_capacity(self.text_len(ids));
             self.push_text(&mut text, ids, |i| self.leaf_name(i, names));
-            v.push((text, *t, ids.as_slice()));
+            v.push((text, *t, ids.as_slice(), *slot));
         }
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        v.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1.add(later.1);
-            }
-            same
-        });
+        let mut slot_to_stack = vec![0u32; self.stacks.len()];
+        let mut stacks: Vec<(String, Tally)> = Vec::with_capacity(v.len());
         let mut ids = Vec::with_capacity(v.len());
-        let stacks = v
-            .into_iter()
-            .map(|(text, t, i)| {
-                ids.push(i);
-                (text, t)
-            })
-            .collect();
-        (stacks, ids)
+        for (text, t, i, slot) in v {
+            match stacks.last_mut() {
+                Some(kept) if kept.0 == text => kept.1.add(t),
+                _ => {
+                    stacks.push((text, t));
+                    ids.push(i);
+                }
+            }
+            slot_to_stack[slot as usize] = stacks.len() as u32 - 1;
+        }
+        (stacks, ids, slot_to_stack)
     }
 
     /// The name of unnamed leaf `i` in [`Folded::resolve`]: `names[i]` or its default name.
@@ -183,7 +198,7 @@ impl Folded {
     /// index in [`Folded::leaves`]): what a fold found, before [`Folded::resolve`] names leaves.
     pub fn stack_map(&self) -> StackMap {
         let mut m = StackMap::default();
-        for (ids, t) in &self.stacks {
+        for (ids, (t, _)) in &self.stacks {
             let mut text = String::new();
             self.push_text(&mut text, ids, |i| format!("\u{1}{i}"));
             m.entry(text).or_default().add(*t);
@@ -285,7 +300,9 @@ struct State {
     /// (consecutive frame lines are mostly in the same module).
     module_ids: HashMap<String, u32, FoldHash>,
     last_module: (String, u32),
-    stacks: HashMap<Vec<u32>, Tally, FoldHash>,
+    stacks: HashMap<Vec<u32>, (Tally, u32), FoldHash>,
+    /// perf's timestamp of the current sample, in ns.
+    time_ns: Option<u64>,
     leaf_index: HashMap<(String, u64), usize>,
     out: Folded,
 }
@@ -380,6 +397,7 @@ fn fold_memo<R: Read>(r: R, opt: FoldOptions, memo_cap: usize) -> Result<Folded,
         module_ids: HashMap::default(),
         last_module: (String::new(), u32::MAX),
         stacks: HashMap::default(),
+        time_ns: None,
         leaf_index: HashMap::new(),
         out: Folded::default(),
     };
@@ -501,7 +519,8 @@ impl State {
             return;
         };
         self.out.event_lines += 1;
-        let mut by_colons = line[end..].splitn(3, ':').skip(1);
+        let mut by_colons = line[end..].splitn(3, ':');
+        self.time_ns = by_colons.next().and_then(parse_time_ns);
         let event = by_colons.next().map(|period_and_event| {
             let mut it = period_and_event.rsplit(' ');
             let name = it.next().unwrap_or("");
@@ -761,11 +780,23 @@ impl State {
                 samples: 1,
                 weight: self.period.unwrap_or(1),
             };
-            match self.stacks.get_mut(self.key.as_slice()) {
-                Some(v) => v.add(t),
-                None => {
-                    self.stacks.insert(self.key.clone(), t);
+            let slot = match self.stacks.get_mut(self.key.as_slice()) {
+                Some(v) => {
+                    v.0.add(t);
+                    v.1
                 }
+                None => {
+                    let slot = self.stacks.len() as u32;
+                    self.stacks.insert(self.key.clone(), (t, slot));
+                    slot
+                }
+            };
+            if let Some(ns) = self.time_ns {
+                self.out
+                    .timeline
+                    .entry((ns / TIME_BUCKET_NS, slot))
+                    .or_default()
+                    .add(t);
             }
             self.out.total.add(t);
             if self.period.is_some() {
@@ -782,6 +813,7 @@ impl State {
         self.depth = 0;
         self.leaf_unknown = false;
         self.period = None;
+        self.time_ns = None;
     }
 }
 
@@ -806,6 +838,23 @@ fn event_line_parts(line: &str) -> Option<(&str, usize)> {
         last_was_space = c == b' ';
     }
     None
+}
+
+/// perf's timestamp (`12345.678901`, the last word before the event line's first colon after
+/// the pid) in ns; `None` when the word is not one (no `time` field, a CPU column only).
+fn parse_time_ns(before_colon: &str) -> Option<u64> {
+    let w = before_colon.rsplit(' ').next()?;
+    let (secs, frac) = w.split_once('.')?;
+    if secs.is_empty() || frac.is_empty() || frac.len() > 9 {
+        return None;
+    }
+    let s: u64 = secs.parse().ok()?;
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let f: u64 = frac.parse().ok()?;
+    let scaled = f.checked_mul(10u64.pow(9 - frac.len() as u32))?;
+    s.checked_mul(1_000_000_000)?.checked_add(scaled)
 }
 
 /// `<pc> <func...> (<module>)`: pc, func (" " when blank) and module without its parentheses.
@@ -841,6 +890,14 @@ pub fn is_kernel(module: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
         });
     (module.starts_with('[') || module.ends_with(".ko") || vmlinux) && module != "[unknown]"
+}
+
+/// `func` as a frame of a folded stack: without its argument list, `;` written as `:` (a
+/// symbol named outside perf, from a debug file, is written as perf's are).
+pub fn tidy(func: &str) -> String {
+    let mut s = String::with_capacity(func.len());
+    push_tidy(&mut s, func);
+    s
 }
 
 /// Append `func` without its argument list (kept: Go's `pkg.(*T).M`, C++ `(anonymous
@@ -953,6 +1010,38 @@ mod tests {
 
     fn run(t: &str) -> Folded {
         fold(t.as_bytes(), FoldOptions::default()).unwrap()
+    }
+
+    /// perf's time column, as perf 6.1 prints it with and without a CPU column, and lines
+    /// without one (oldest format, flamegraph's perf-funcab-pid-01).
+    #[test]
+    fn sample_times_go_into_10ms_buckets_by_stack_slot() {
+        assert_eq!(parse_time_ns(" 4395.402695"), Some(4_395_402_695_000));
+        assert_eq!(parse_time_ns("[000] 5000.000000"), Some(5_000_000_000_000));
+        assert_eq!(parse_time_ns("29025 [003] 1.5"), Some(1_500_000_000));
+        assert_eq!(parse_time_ns(" [000]"), None);
+        assert_eq!(parse_time_ns("1.x"), None);
+        assert_eq!(parse_time_ns("99999999999999999999.1"), None);
+        let t = "m 1/2 [000] 10.001: 5 cpu-clock:\n\t 1 a (/x)\n\n\
+                 m 1/2 [001] 10.004: 7 cpu-clock:\n\t 1 a (/x)\n\n\
+                 m 1/2 [000] 10.020: 9 cpu-clock:\n\t 2 b (/x)\n\n";
+        let f = run(t);
+        assert_eq!(f.total.samples, 3);
+        let (stacks, _, slot_to_stack) = f.resolve_slots(&HashMap::new());
+        let mut by: Vec<(u64, &str, u64, u64)> = f
+            .timeline
+            .iter()
+            .map(|(&(b, slot), t)| {
+                let k = slot_to_stack[slot as usize] as usize;
+                (b, stacks[k].0.as_str(), t.samples, t.weight)
+            })
+            .collect();
+        by.sort();
+        assert_eq!(by, vec![(1000, "m;a", 2, 12), (1002, "m;b", 1, 9)]);
+        // A sample without a time is folded but not in the timeline.
+        let f = run("func_ab 15294 cpu-clock:\n\t 1 a (/x)\n\n");
+        assert_eq!(f.total.samples, 1);
+        assert!(f.timeline.is_empty());
     }
 
     #[test]

@@ -8,6 +8,9 @@ pub mod diff;
 pub mod diff_input;
 pub mod elf;
 pub mod fold;
+pub mod instances;
+pub mod located;
+pub mod pprof;
 pub mod render;
 pub mod rules;
 pub mod run;
@@ -142,7 +145,27 @@ pub struct ProfileDoc {
     pub headline: Option<String>,
     pub classes: Vec<ClassShare>,
     pub spin_loops: Vec<SpinLoop>,
+    /// The spin share period by period (issue 36 §6): a burst a whole-window share would
+    /// dilute. Absent when the samples carry no time (or in older documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_by_time: Option<SpinOverTime>,
     pub notes: Vec<String>,
+}
+
+/// The InnoDB spin class's share of the weight in consecutive periods of the recording: 1 s
+/// each when the samples span 10 s or more, else a tenth of their span (at least 10 ms).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpinOverTime {
+    /// Length of each period, in seconds.
+    pub period_s: f64,
+    /// Spin share of each period's weight (0 for a period without samples), from the first
+    /// sample on.
+    pub spin_share: Vec<f64>,
+    /// Samples in each period.
+    pub samples: Vec<u64>,
+    /// The period with the largest spin share (0-based), and that share.
+    pub peak_period: usize,
+    pub peak_share: f64,
 }
 
 /// The analysis: the document plus the folded stacks (for `--folded` and `--svg`).
@@ -151,6 +174,8 @@ pub struct Analysis {
     pub doc: ProfileDoc,
     /// Folded stacks, `comm;frame;...;leaf`, sorted, with samples and weight.
     pub folded: Vec<(String, Tally)>,
+    /// The profile for `--pprof` (when [`Options::pprof`] asked for it).
+    pub pprof: Option<pprof::Profile>,
 }
 
 /// Options of the analysis.
@@ -163,6 +188,11 @@ pub struct Options {
     pub max_input_bytes: u64,
     /// An input without any sample is a result (an idle process recorded live), not an error.
     pub empty_is_idle: bool,
+    /// Build [`Analysis::pprof`] too.
+    pub pprof: bool,
+    /// Where separate debug files are looked for ([`elf::DEBUG_ROOT`]; a temporary root in
+    /// tests).
+    pub debug_root: std::path::PathBuf,
 }
 
 impl Default for Options {
@@ -172,6 +202,8 @@ impl Default for Options {
             event: None,
             max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
             empty_is_idle: false,
+            pprof: false,
+            debug_root: elf::DEBUG_ROOT.into(),
         }
     }
 }
@@ -231,7 +263,8 @@ pub fn analyse_reader<R: BufRead>(
     }
 
     let mut notes = Vec::new();
-    let (names, unreadable, outside) = find_spin_loops(&f);
+    let (mut names, unreadable, outside, offsets) = find_spin_loops(&f);
+    debug_names(&f, &offsets, &mut names, &opts.debug_root, &mut notes);
     for d in &unreadable {
         notes.push(format!(
             "{d}: not readable here, so its unsymbolized samples could not be examined for spin loops"
@@ -244,10 +277,110 @@ pub fn analyse_reader<R: BufRead>(
              could not be examined for spin loops; record with -g"
         ));
     }
-    let (folded, ids) = f.resolve_ids(&names);
-    let tallies = Tallies::of(&folded, &ids, &f, &names);
-    let doc = classify(tallies, &f, source, notes, opts);
-    Ok(Analysis { doc, folded })
+    let (folded, ids, slot_to_stack) = f.resolve_slots(&names);
+    let mut tallies = Tallies::of(&folded, &ids, &f, &names);
+    let classes = std::mem::take(&mut tallies.classes);
+    let spin_by_time = spin_over_time(&f, &slot_to_stack, &classes);
+    let mut doc = classify(tallies, &f, source, notes, opts);
+    let pprof = opts.pprof.then(|| {
+        let stacks = (0..folded.len()).map(|k| located::Stack {
+            frames: ids[k],
+            tally: folded[k].1,
+            class: classes[k].id(),
+        });
+        let frame = |id: u32| leaf_frame(&f, id, &names, &offsets);
+        located::build(stacks, frame, &doc, duration_ns(&f, &doc.source))
+    });
+    doc.spin_by_time = spin_by_time;
+    Ok(Analysis { doc, folded, pprof })
+}
+
+/// The pprof frame of a frame id: its name; for a leaf without a symbol, its binary and file
+/// offset too (named `mariadbd+0x..` when nothing better names it).
+fn leaf_frame(
+    f: &fold::Folded,
+    id: u32,
+    names: &HashMap<usize, String>,
+    offsets: &HashMap<usize, (String, u64)>,
+) -> pprof::Frame {
+    let at = fold::Folded::leaf_index(id).and_then(|i| Some((i, offsets.get(&i)?)));
+    match at {
+        Some((i, (bin, off))) => pprof::Frame {
+            function: names
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| format!("{bin}+0x{off:x}")),
+            binary: Some(bin.clone()),
+            file_offset: Some(*off),
+        },
+        None => pprof::Frame {
+            function: f.frame_name(id, names).to_string(),
+            binary: None,
+            file_offset: None,
+        },
+    }
+}
+
+/// How long the recording lasted: as asked (live), else the span of the samples' times.
+fn duration_ns(f: &fold::Folded, source: &Source) -> i64 {
+    if let Some(s) = source.seconds {
+        return (s * 1e9) as i64;
+    }
+    let (lo, hi) = f
+        .timeline
+        .keys()
+        .fold((u64::MAX, 0), |(lo, hi), &(b, _)| (lo.min(b), hi.max(b)));
+    if lo > hi {
+        return 0;
+    }
+    ((hi - lo + 1) * fold::TIME_BUCKET_NS) as i64
+}
+
+/// The spin class's share period by period (see [`SpinOverTime`]); `None` without times.
+fn spin_over_time(
+    f: &fold::Folded,
+    slot_to_stack: &[u32],
+    classes: &[Class],
+) -> Option<SpinOverTime> {
+    let (lo, hi) = f
+        .timeline
+        .keys()
+        .fold((u64::MAX, 0), |(lo, hi), &(b, _)| (lo.min(b), hi.max(b)));
+    if lo > hi {
+        return None;
+    }
+    let span = hi - lo + 1;
+    let per_second = 1_000_000_000 / fold::TIME_BUCKET_NS;
+    let width = if span >= 10 * per_second {
+        per_second
+    } else {
+        span.div_ceil(10).max(1)
+    };
+    let n = span.div_ceil(width) as usize;
+    let (mut spin, mut total, mut samples) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
+    for (&(b, slot), t) in &f.timeline {
+        let i = ((b - lo) / width) as usize;
+        total[i] = total[i].saturating_add(t.weight);
+        samples[i] += t.samples;
+        let c = slot_to_stack
+            .get(slot as usize)
+            .and_then(|&k| classes.get(k as usize));
+        if c == Some(&Class::InnodbSpin) {
+            spin[i] = spin[i].saturating_add(t.weight);
+        }
+    }
+    let spin_share: Vec<f64> = (0..n).map(|i| share(spin[i], total[i])).collect();
+    let (peak_period, peak_share) = spin_share.iter().enumerate().fold(
+        (0, -1.0),
+        |best, (i, &s)| if s > best.1 { (i, s) } else { best },
+    );
+    Some(SpinOverTime {
+        period_s: (width * fold::TIME_BUCKET_NS) as f64 / 1e9,
+        spin_share,
+        samples,
+        peak_period,
+        peak_share: peak_share.max(0.0),
+    })
 }
 
 /// No sample of the chosen event: an idle result (live recording), or one line saying what
@@ -288,11 +421,16 @@ fn no_samples(
                 ),
                 classes: Vec::new(),
                 spin_loops: Vec::new(),
+                spin_by_time: None,
                 notes: Vec::new(),
             };
+            let pprof = opts
+                .pprof
+                .then(|| located::build(std::iter::empty(), |_| unreachable_frame(), &doc, 0));
             return Ok(Analysis {
                 doc,
                 folded: Vec::new(),
+                pprof,
             });
         }
         return Err(Error::bad_input(format!(
@@ -312,15 +450,84 @@ fn no_samples(
     )))
 }
 
+/// Names for leaves without a symbol (spin loops keep theirs) from the separate debug files of
+/// their binaries, with a note per binary: where the names came from, or how to get them.
+fn debug_names(
+    f: &fold::Folded,
+    offsets: &HashMap<usize, (String, u64)>,
+    names: &mut HashMap<usize, String>,
+    root: &std::path::Path,
+    notes: &mut Vec<String>,
+) {
+    let mut by_dso: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, leaf) in f.leaves.iter().enumerate() {
+        if offsets.contains_key(&i) {
+            by_dso.entry(leaf.dso.as_str()).or_default().push(i);
+        }
+    }
+    for (dso, leaves) in by_dso {
+        let bin = binary_name(dso);
+        match elf::find_debug_symbols(std::path::Path::new(dso), root) {
+            elf::DebugLookup::Found(path, syms) => {
+                let mut named = 0;
+                for i in leaves {
+                    if names.contains_key(&i) {
+                        continue;
+                    }
+                    if let Some(n) = syms.name_at(f.leaves[i].ip) {
+                        names.insert(i, fold::tidy(n));
+                        named += 1;
+                    }
+                }
+                notes.push(format!(
+                    "{bin} has no symbols; {named} addresses without one were named from its \
+                     separate debug file {}",
+                    path.display()
+                ));
+            }
+            elf::DebugLookup::Missing(id) => notes.push(format!(
+                "{bin} is stripped and no debug file for its build-id {id} is installed under \
+                 {}/.build-id: install its debug package (MariaDB on Debian/Ubuntu: \
+                 mariadb-server-core-dbgsym, mariadb-server-dbgsym on older releases, from the \
+                 debug archive) or set DEBUGINFOD_URLS (e.g. https://debuginfod.debian.net) so \
+                 perf fetches it; addresses are shown as {bin}+0x<file offset>, the same in \
+                 every run of this build",
+                root.display()
+            )),
+            elf::DebugLookup::NoBuildId => {}
+        }
+    }
+}
+
+/// Never called: an idle profile has no frames.
+fn unreachable_frame() -> pprof::Frame {
+    pprof::Frame {
+        function: String::new(),
+        binary: None,
+        file_offset: None,
+    }
+}
+
 fn binary_name(dso: &str) -> &str {
     dso.rsplit('/').next().unwrap_or(dso)
 }
 
+/// What the unsymbolized leaves are: names for the spin loops, DSOs not readable, how many
+/// leaf addresses lay outside their binary, and each leaf's binary and file offset.
+type LeafFacts = (
+    HashMap<usize, String>,
+    BTreeSet<String>,
+    usize,
+    HashMap<usize, (String, u64)>,
+);
+
 /// Examine unsymbolized leaf IPs; returns names for the spin loops, DSOs not readable, and
 /// how many leaf addresses lay outside their binary (run-time addresses, as `perf script`
-/// prints them for samples without call chains: the load address is not in the script).
-fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String>, usize) {
+/// prints them for samples without call chains: the load address is not in the script), and
+/// the binary and file offset of every leaf inside its binary.
+fn find_spin_loops(f: &fold::Folded) -> LeafFacts {
     let mut names = HashMap::new();
+    let mut offsets = HashMap::new();
     let mut unreadable = BTreeSet::new();
     let mut outside = 0;
     let mut cache: BTreeMap<&str, Option<elf::Binary>> = BTreeMap::new();
@@ -332,18 +539,19 @@ fn find_spin_loops(f: &fold::Folded) -> (HashMap<usize, String>, BTreeSet<String
             unreadable.insert(leaf.dso.clone());
             continue;
         };
-        if bin.file_offset(leaf.ip).is_none() {
+        let Some(off) = bin.file_offset(leaf.ip) else {
             outside += 1;
-        } else if bin.is_spin_loop(leaf.ip) {
-            if let Some(off) = bin.file_offset(leaf.ip) {
-                names.insert(
-                    i,
-                    format!("[spin loop at {}+0x{:x}]", binary_name(&leaf.dso), off),
-                );
-            }
+            continue;
+        };
+        offsets.insert(i, (binary_name(&leaf.dso).to_string(), off));
+        if bin.is_spin_loop(leaf.ip) {
+            names.insert(
+                i,
+                format!("[spin loop at {}+0x{:x}]", binary_name(&leaf.dso), off),
+            );
         }
     }
-    (names, unreadable, outside)
+    (names, unreadable, outside, offsets)
 }
 
 fn share(n: u64, total: u64) -> f64 {
@@ -417,6 +625,8 @@ struct Tallies<'a> {
     stacks: BTreeMap<Class, Vec<(&'a str, Tally)>>,
     loops: BTreeMap<String, Tally>,
     sync_array: bool,
+    /// The self class of each stack, in the order counted.
+    classes: Vec<Class>,
 }
 
 /// What classing needs of one frame name, worked out once per distinct name (the same
@@ -464,6 +674,7 @@ impl<'a> Tallies<'a> {
             stacks: BTreeMap::new(),
             loops: BTreeMap::new(),
             sync_array: false,
+            classes: Vec::new(),
         }
     }
 
@@ -527,6 +738,7 @@ impl<'a> Tallies<'a> {
 
     /// One stack's self class `c` and inclusive classes `seen` (bits of [`Class::ALL`]).
     fn count(&mut self, c: Class, seen: u32, stack: &'a str, t: Tally) {
+        self.classes.push(c);
         add(self.self_t.entry(c).or_default(), t);
         self.stacks.entry(c).or_default().push((stack, t));
         for (i, &fc) in Class::ALL.iter().enumerate() {
@@ -785,6 +997,7 @@ fn classify(
         headline,
         classes,
         spin_loops,
+        spin_by_time: None,
         notes,
     }
 }
@@ -960,6 +1173,74 @@ mod tests {
         assert!(folded
             .iter()
             .any(|(s, _)| s == "my;comm;sync_array_wait_event;ut_delay;[spin loop at m+0x40]"));
+    }
+
+    /// A stripped binary's unnamed leaf: named from the debug file placed by build-id under the
+    /// debug root; without it, one note says how to get it, and pprof names the frame by the
+    /// binary's file offset either way.
+    #[test]
+    fn stripped_leaves_named_from_a_debug_file_or_by_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((bin, dbg)) = elf::tests::stripped_test_binary(dir.path()) else {
+            return;
+        };
+        let at = elf::Symbols::open(&dbg)
+            .unwrap()
+            .address_of("spin_here")
+            .unwrap();
+        let off = elf::Binary::open(&bin).unwrap().file_offset(at).unwrap();
+        let text: String = (0..3)
+            .map(|i| {
+                format!(
+                    "t 1/1 1.{i}: 1000 cpu-clock:\n\t {:x} [unknown] ({b})\n\
+                     \t 10 main+0x1 ({b})\n\n",
+                    at + 1,
+                    b = bin.display()
+                )
+            })
+            .collect();
+        let root = dir.path().join("debug");
+        let opts = Options {
+            pprof: true,
+            debug_root: root.clone(),
+            ..Options::default()
+        };
+        let without = analyse(&text, Source::script(None), &opts).unwrap();
+        assert_eq!(without.folded[0].0, "t;main;[t]");
+        let note = without
+            .doc
+            .notes
+            .iter()
+            .find(|n| n.contains("no debug file for its build-id"))
+            .expect("a note on how to get the debug file");
+        assert!(
+            note.contains("-dbgsym") && note.contains("DEBUGINFOD_URLS"),
+            "{note}"
+        );
+        let p = without.pprof.as_ref().unwrap();
+        let leaf = p.frames.iter().find(|f| f.binary.is_some()).unwrap();
+        assert_eq!(leaf.function, format!("t+0x{:x}", off + 1));
+        assert_eq!(leaf.file_offset, Some(off + 1));
+
+        let id = elf::build_id(&bin).unwrap();
+        let place = elf::debug_file_path(&root, &id).unwrap();
+        std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+        std::fs::copy(&dbg, &place).unwrap();
+        let with = analyse(&text, Source::script(None), &opts).unwrap();
+        assert_eq!(with.folded[0].0, "t;main;spin_here");
+        assert!(
+            with.doc
+                .notes
+                .iter()
+                .any(|n| n.contains("named from its separate debug file")),
+            "{:?}",
+            with.doc.notes
+        );
+        let p = with.pprof.as_ref().unwrap();
+        let leaf = p.frames.iter().find(|f| f.binary.is_some()).unwrap();
+        // The same offset, now with the name.
+        assert_eq!(leaf.function, "spin_here");
+        assert_eq!(leaf.file_offset, Some(off + 1));
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub fn text(d: &ProfileDoc) -> String {
         d.no_symbol_samples,
         d.spin_loop_samples
     );
+    if let Some(line) = spin_by_time_line(d) {
+        let _ = writeln!(o, "{line}");
+    }
     o.push('\n');
     let mut t = crate::units::table(&[
         "class",
@@ -92,6 +95,57 @@ pub fn text(d: &ProfileDoc) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     o
+}
+
+/// The spin share period by period beside the total, the peak named: "spin share by second:
+/// 3% 2% 61% 4% (whole recording 9%; peak 61% in second 3, 2-3 s)". Long recordings show the
+/// periods around the peak only.
+pub fn spin_by_time_line(d: &ProfileDoc) -> Option<String> {
+    let t = d.spin_by_time.as_ref()?;
+    if t.spin_share.len() < 2 {
+        return None;
+    }
+    let by = if (t.period_s - 1.0).abs() < 1e-9 {
+        "second".to_string()
+    } else {
+        format!("{} s", crate::units::fmt_num(t.period_s))
+    };
+    const SHOWN: usize = 30;
+    let n = t.spin_share.len();
+    let (from, to) = if n <= SHOWN {
+        (0, n)
+    } else {
+        let from = t.peak_period.saturating_sub(SHOWN / 2).min(n - SHOWN);
+        (from, from + SHOWN)
+    };
+    let cells: Vec<String> = t.spin_share[from..to]
+        .iter()
+        .zip(&t.samples[from..to])
+        .map(|(s, &k)| {
+            if k == 0 {
+                "-".into()
+            } else {
+                format!("{:.0}%", 100.0 * s)
+            }
+        })
+        .collect();
+    let start = t.peak_period as f64 * t.period_s;
+    let mut line = format!(
+        "spin share by {by}: {}{}{} (whole recording {:.0}%; peak {:.0}% in {} {} of {n}, {}-{} s)",
+        if from > 0 { "... " } else { "" },
+        cells.join(" "),
+        if to < n { " ..." } else { "" },
+        100.0 * d.spin_share,
+        100.0 * t.peak_share,
+        if by == "second" { "second" } else { "period" },
+        t.peak_period + 1,
+        crate::units::fmt_num(start),
+        crate::units::fmt_num(start + t.period_s),
+    );
+    if t.peak_share >= 2.0 * d.spin_share && t.peak_share - d.spin_share >= 0.1 {
+        line.push_str(": a burst the whole-recording share dilutes");
+    }
+    Some(line)
 }
 
 /// Keep the leaf end of long stacks readable.

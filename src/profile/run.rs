@@ -184,6 +184,7 @@ pub fn diff_side(path: &Path, event: Option<&str>, max_bytes: u64) -> Result<Sid
                 event: event.map(str::to_string),
                 max_input_bytes: max_bytes,
                 empty_is_idle: false,
+                ..Options::default()
             };
             let src = Source::script(Some(name.clone()));
             let an = analyse_reader(r, &format!("--diff {name}"), src, &opts)?;

@@ -16,6 +16,7 @@ mod doctor_origin_mariadb;
 mod doctor_rules_mariadb;
 mod doctor_took_mariadb;
 mod journal_sessions;
+mod profile_instances;
 mod profile_mariadb;
 mod profile_waits_mariadb;
 mod progress_pty;

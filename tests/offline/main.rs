@@ -7,6 +7,7 @@ mod common;
 mod cli_doctor;
 mod cli_lab;
 mod cli_misc;
+mod cli_pprof;
 mod cli_probe;
 mod cli_spin;
 mod cli_sweep;
