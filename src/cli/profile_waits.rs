@@ -79,10 +79,10 @@ fn live(a: &ProfileArgs, max_input: u64) -> Result<waits::WaitDoc> {
         cost.expected_cost_pct,
         live.max_cost_pct
     );
-    if a.seconds < crate::progress::ANNOUNCE_S {
+    if a.seconds < crate::cli::progress::ANNOUNCE_S {
         eprintln!("spinscope profile: {what}");
     }
-    let shown = crate::progress::Window::start("profile", &what, a.seconds);
+    let shown = crate::cli::progress::Window::start("profile", &what, a.seconds);
     let doc = record::record(&live, cost)?;
     drop(shown);
     Ok(doc)

@@ -73,7 +73,7 @@ fn verdict(d: &DoctorDoc) -> String {
     let counts = [(c, "critical"), (w, "warning"), (i, "info")]
         .iter()
         .filter(|(k, _)| *k > 0)
-        .map(|(k, one)| plural(*k, *one))
+        .map(|(k, one)| plural(*k, one))
         .collect::<Vec<_>>()
         .join(", ");
     match d.max_severity {

@@ -127,10 +127,11 @@ pub fn headline(s: &RtSide) -> Vec<String> {
         return vec![format!("response time (rt): not measured: {why}")];
     }
     let own = s.excluded_client_port.map_or(String::new(), |p| {
-        format!(", doctor's own session (client port {p}) left out")
+        format!("\n  doctor's own session (client port {p}) left out")
     });
-    let mut v = vec![format!(
-        "response time from packets (rt on {} port {}, TCP clients only{own}): {} requests, {:.0}/s, {} errors, {} unanswered{}",
+    // Lines: where it was measured, then the counts (each fits 80 columns).
+    let both = format!(
+        "response time from packets (rt on {} port {}, TCP clients only):\n  {} requests, {:.0}/s, {} errors, {} unanswered{}{own}",
         s.interface.as_deref().unwrap_or("?"),
         s.port.map_or("?".to_string(), |p| p.to_string()),
         s.requests,
@@ -138,7 +139,8 @@ pub fn headline(s: &RtSide) -> Vec<String> {
         s.errors,
         s.abandoned,
         if s.valid { "" } else { " (the kernel dropped packets: incomplete)" }
-    )];
+    );
+    let mut v: Vec<String> = both.lines().map(str::to_string).collect();
     if s.requests > 0 {
         v.push(format!("  time to first byte: {}", pct5(&s.ttfb_us)));
         v.push(format!("  time to last byte:  {}", pct5(&s.ttlb_us)));

@@ -14,6 +14,10 @@ use std::io::Read;
 /// Longest line accepted (a frame line is a few hundred bytes; a C++ template symbol a few KB).
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// What [`Folded::resolve_slots`] gives: the named stacks with their tallies, each stack's frame
+/// ids, and for each timeline slot the index of its stack.
+pub type ResolvedSlots<'s> = (Vec<(String, Tally)>, Vec<&'s [u32]>, Vec<u32>);
+
 /// Options of a fold.
 #[derive(Debug, Clone)]
 pub struct FoldOptions {
@@ -140,10 +144,7 @@ impl Folded {
 
     /// [`Folded::resolve_ids`], and for each slot of [`Folded::timeline`] the index of the
     /// stack it was merged into.
-    pub fn resolve_slots<'s>(
-        &'s self,
-        names: &HashMap<usize, String>,
-    ) -> (Vec<(String, Tally)>, Vec<&'s [u32]>, Vec<u32>) {
+    pub fn resolve_slots<'s>(&'s self, names: &HashMap<usize, String>) -> ResolvedSlots<'s> {
         let mut v: Vec<(String, Tally, &[u32], u32)> = Vec::with_capacity(self.stacks.len());
         for (ids, (t, slot)) in &self.stacks {
             let mut text = String::with_capacity(self.text_len(ids));

@@ -51,7 +51,7 @@ pub fn is_greeting(b: &[u8]) -> bool {
     !version.is_empty()
         && version.iter().all(|c| c.is_ascii_graphic())
         && version[0].is_ascii_digit()
-        && body.len() >= 1 + nul + 1 + 4 + 8 + 1
+        && body.len() > 1 + nul + 1 + 4 + 8
 }
 
 /// What a client's login packet says.

@@ -547,7 +547,7 @@ fn a_watch_out_directory_brings_in_its_captures() {
     for n in ["capture.json", "doctor-snapshot.json"] {
         std::fs::copy(fixture(&format!("incident/capture/{n}")), cap.join(n)).unwrap();
     }
-    let (code, page, err) = report(&[out.clone()], &[]);
+    let (code, page, err) = report(std::slice::from_ref(&out), &[]);
     assert_eq!(code, 0, "{err}");
     let fired = doc(&cap.join("capture.json"))["fired_at"]
         .as_str()

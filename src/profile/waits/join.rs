@@ -653,7 +653,9 @@ mod tests {
 
     #[test]
     fn symbolized_mariadb_chains_meet_at_the_caller() {
-        let sym = |s: &str| Some(s);
+        fn sym(s: &str) -> Option<&str> {
+            Some(s)
+        }
         let spin_ev = Event {
             frames: vec![
                 f(1, sym("srw_mutex_impl<true>::wait_and_lock"), M),

@@ -385,7 +385,7 @@ fn processlist_table(lists: &[Value]) -> Block {
                 *states.entry(cell(&s["state"])).or_default() += 1;
             }
             let mut st: Vec<(String, usize)> = states.into_iter().collect();
-            st.sort_by(|a, b| b.1.cmp(&a.1));
+            st.sort_by_key(|s| std::cmp::Reverse(s.1));
             let longest = busy
                 .iter()
                 .filter(|s| s["info"].is_string())
