@@ -340,7 +340,7 @@ mod tests {
             None,
         );
         let t = text(&s);
-        assert!(t.contains(": 0 requests"), "{t}");
+        assert!(t.contains(":\n  0 requests, 0/s"), "{t}");
         assert!(
             t.contains("8 clients on the Unix socket (processlist): not on the wire"),
             "{t}"

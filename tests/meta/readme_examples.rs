@@ -49,8 +49,10 @@ fn shell_lines(page: &str) -> Vec<String> {
     out
 }
 
-/// Lines that install software or change the machine (packages, the toolchain, the service):
-/// never run by the tests, whose machine CI sets up (`.ci/run`, deploy/debian/ for the package).
+/// Lines that install software or change the machine (packages, the toolchain, the service),
+/// or read a file a skipped line would have made (`go tool pprof`, `profilecli upload` of a
+/// profile recorded as root): never run by the tests, whose machine CI sets up (`.ci/run`,
+/// deploy/debian/ for the package); `tests/offline/cli_pprof.rs` runs `go tool pprof` itself.
 fn installs(l: &str) -> bool {
     let first = l.split_whitespace().next().unwrap_or("");
     matches!(
@@ -65,6 +67,8 @@ fn installs(l: &str) -> bool {
             | "systemctl"
             | "sudoedit"
             | "mariadb"
+            | "go"
+            | "profilecli"
     ) || first.starts_with("deploy/")
         || first.starts_with("./deploy/")
 }
