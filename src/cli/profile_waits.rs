@@ -70,12 +70,13 @@ fn live(a: &ProfileArgs, max_input: u64) -> Result<waits::WaitDoc> {
     let cost = record::check(&live)?;
     let what = format!(
         "recording the waits of {} (pid {}): on-CPU at {} Hz and every context switch of its \
-         threads ({:.0}/s now); expected cost to the server: about {:.1}% of its throughput \
-         (bound {}%)",
+         threads ({:.0}/s now, {:.1} CPUs idle); expected cost to the server: about {:.1}% of \
+         its throughput (bound {}%)",
         live.comm,
         pid,
         live.frequency_hz,
         cost.switches_per_s,
+        cost.idle_cpus,
         cost.expected_cost_pct,
         live.max_cost_pct
     );

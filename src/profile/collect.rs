@@ -440,7 +440,7 @@ pub fn record_args<T>(
     let pump = Pump::start(data, into);
     let script_pid = script.0.as_ref().map_or(0, |c| c.id()) as libc::pid_t;
     let got = Arc::clone(&signals.got);
-    let control = std::thread::spawn(move || run_recording(perf, seconds, &got, script_pid));
+    let control = std::thread::spawn(move || run_recording(perf, seconds, &got, Some(script_pid)));
 
     let mut reader = BufReader::with_capacity(1 << 18, out);
     let res = consume(&mut reader);
@@ -475,6 +475,110 @@ pub fn record_args<T>(
             first_line(&errlog)
         )));
     }
+    let value = res?;
+    if !matches!(status, Some(Ok(st)) if st.success()) {
+        return Err(Error::runtime(format!(
+            "perf script failed: {}",
+            first_line(&script_err)
+        )));
+    }
+    drop(dir);
+    Ok(value)
+}
+
+/// Like [`record_args`], but `perf record` writes a file in a private temporary directory and
+/// `perf script` reads it only after the recording ended, so the window itself pays only the
+/// kernel's event cost and perf record's writes. `profile --waits` records this way: streamed,
+/// its thousands of switch events a second kept perf script and the join busy beside the
+/// server during the window (a 4-client insert load on 2 vCPUs lost 20-32% of its throughput
+/// streamed, nothing measurable recorded to a file; docs/PERFORMANCE.md). `max_bytes` bounds
+/// the file (`perf record --max-size`).
+pub fn record_to_file_args<T>(
+    pid: u32,
+    seconds: f64,
+    record: &[String],
+    script_args: &[String],
+    max_bytes: u64,
+    consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
+) -> Result<T> {
+    if comm_of(pid).is_none() {
+        return Err(Error::bad_input(format!("--pid {pid}: no such process")));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("spinscope-profile-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("creating a private temporary directory: {e}")))?;
+    let data = dir.path().join("perf.data");
+    let errlog = dir.path().join("perf-record.stderr");
+    let script_err = dir.path().join("perf-script.stderr");
+    let signals = Signals::catch();
+    let perf = Reaped(Some(
+        perf_command()
+            .arg("record")
+            .args(record)
+            .arg("-q")
+            .args(no_bpf_event())
+            .arg(format!("--max-size={}K", (max_bytes / 1024).max(1024)))
+            .arg("-o")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&errlog)?)
+            .spawn()
+            .map_err(|e| perf_missing(&e))?,
+    ));
+    let got = Arc::clone(&signals.got);
+    let recorded = run_recording(perf, seconds, &got, None);
+    if let Some(s) = signals.caught() {
+        return Err(Error::runtime(format!(
+            "profile stopped by {}: perf was stopped and its temporary files removed; nothing \
+             was analysed",
+            signal_name(s)
+        )));
+    }
+    if comm_of(pid).is_none() {
+        return Err(Error::runtime(format!(
+            "process {pid} exited during the profile; profile a running server"
+        )));
+    }
+    let stderr = std::fs::read_to_string(&errlog).unwrap_or_default();
+    if recorded != Recorded::Finished {
+        if let Some(e) = paranoid_hint(&stderr) {
+            return Err(e);
+        }
+        return Err(Error::runtime(format!(
+            "perf record failed: {}",
+            first_line(&errlog)
+        )));
+    }
+    let mut script = Reaped(Some(
+        perf_command()
+            .arg("script")
+            .args(script_args)
+            .arg("-i")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log_file(&script_err)?)
+            .spawn()
+            .map_err(|e| perf_missing(&e))?,
+    ));
+    let Some(out) = script.0.as_mut().and_then(|c| c.stdout.take()) else {
+        return Err(Error::runtime("perf: no pipe from its script"));
+    };
+    let mut reader = BufReader::with_capacity(1 << 18, out);
+    let res = consume(&mut reader);
+    // Whatever consume left unread is not waited for: perf script's writes now fail.
+    drop(reader);
+    if let Some(s) = signals.caught() {
+        script.signal(libc::SIGTERM);
+        return Err(Error::runtime(format!(
+            "profile stopped by {}: perf was stopped and its temporary files removed; nothing \
+             was analysed",
+            signal_name(s)
+        )));
+    }
+    let status = script.0.take().map(|mut c| c.wait());
     let value = res?;
     if !matches!(status, Some(Ok(st)) if st.success()) {
         return Err(Error::runtime(format!(
@@ -532,15 +636,17 @@ fn run_recording(
     mut perf: Reaped,
     seconds: f64,
     got: &AtomicUsize,
-    script_pid: libc::pid_t,
+    script_pid: Option<libc::pid_t>,
 ) -> Recorded {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < deadline {
         if got.load(Ordering::SeqCst) != 0 {
             perf.stop(Duration::from_secs(10));
-            // SAFETY: kill(2) on our child, reaped only after this thread is joined.
-            unsafe {
-                libc::kill(script_pid, libc::SIGTERM);
+            if let Some(p) = script_pid.filter(|p| *p > 0) {
+                // SAFETY: kill(2) on our child, reaped only after this thread is joined.
+                unsafe {
+                    libc::kill(p, libc::SIGTERM);
+                }
             }
             return Recorded::Signalled;
         }
@@ -555,7 +661,9 @@ fn run_recording(
     // The recording is over: from now on perf script decides when the answer comes, so it
     // gets this process's priority back. Left at nice 10 on a host with other work at nice 0
     // (two busy loops per CPU), its start (symbols, kallsyms) took over a minute.
-    unnice(script_pid);
+    if let Some(p) = script_pid {
+        unnice(p);
+    }
     if perf.stop(Duration::from_secs(30)) {
         Recorded::Finished
     } else {

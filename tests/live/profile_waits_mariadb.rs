@@ -69,6 +69,32 @@ fn the_spin_to_sleep_shift_turns_the_advice() {
     let Some(spin) = waits(&db) else { return };
     db.sql("SET GLOBAL innodb_spin_wait_delay = 4; SET GLOBAL innodb_sync_spin_loops = 1");
     let Some(sleep) = waits(&db) else { return };
+    // Below the sampling's own price every recording is refused, before perf starts: exit 2,
+    // one line with the measured rate, the idle CPUs and the flag that would accept it.
+    let refused = Command::cargo_bin("spinscope")
+        .unwrap()
+        .args([
+            "profile",
+            "--waits",
+            "--duration",
+            "3s",
+            "--max-cost",
+            "0.5",
+        ])
+        .arg("--pid")
+        .arg(db.pid().to_string())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("times a second with")
+            && err.contains("CPUs idle")
+            && err.contains("--max-cost")
+            && err.trim().lines().count() == 1,
+        "{err}"
+    );
     drop(load);
     let share = |d: &WaitDoc| d.spin_cpu_seconds_per_s / d.cpu_seconds_per_s.max(1e-9);
     eprintln!(
@@ -115,6 +141,14 @@ fn the_spin_to_sleep_shift_turns_the_advice() {
         sleep.advice.reason
     );
     // The busiest site carries both sides' numbers and a length distribution.
+    let cost = sleep
+        .cost
+        .as_ref()
+        .expect("a live recording carries its cost check");
+    assert!(
+        cost.expected_cost_pct >= 1.0 && cost.idle_cpus >= 0.0,
+        "{cost:?}"
+    );
     let top = &sleep.sites[0];
     assert!(top.sleeps > 0 && top.sleep_lengths.is_some(), "{top:?}");
 }

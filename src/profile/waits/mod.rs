@@ -48,6 +48,10 @@ pub struct WaitSource {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CostCheck {
     pub switches_per_s: f64,
+    /// The host's idle CPUs in the pre-check's least idle part (absent in documents written
+    /// before it was measured).
+    #[serde(default)]
+    pub idle_cpus: f64,
     pub expected_cost_pct: f64,
     pub bound_pct: f64,
     /// What was decided: "recorded" (within the bound) or "recorded above the bound

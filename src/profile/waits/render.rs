@@ -32,9 +32,9 @@ pub fn text(d: &WaitDoc) -> String {
     ));
     if let Some(c) = &d.cost {
         s.push_str(&format!(
-            "cost check: {:.0} switches/s before recording, expected cost {:.1}% (bound {}%): \
-             {}\n",
-            c.switches_per_s, c.expected_cost_pct, c.bound_pct, c.decision
+            "cost check: {:.0} switches/s and {:.1} CPUs idle before recording, expected cost \
+             {:.1}% (bound {}%): {}\n",
+            c.switches_per_s, c.idle_cpus, c.expected_cost_pct, c.bound_pct, c.decision
         ));
     }
     s.push_str(&format!("\n{}\n\n", d.headline));
