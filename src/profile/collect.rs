@@ -404,6 +404,7 @@ pub fn record_args<T>(
             .arg("-q")
             .args(no_bpf_event())
             .args(["-o", "-"])
+            .args(timed(seconds))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log_file(&errlog)?)
@@ -521,6 +522,7 @@ pub fn record_to_file_args<T>(
             .arg(format!("--max-size={}K", (max_bytes / 1024).max(1024)))
             .arg("-o")
             .arg(&data)
+            .args(timed(seconds))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&errlog)?)
@@ -622,24 +624,26 @@ fn log_file(path: &std::path::Path) -> Result<File> {
 /// How the recording ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Recorded {
-    /// Stopped at its time and flushed its data.
+    /// Ended with its workload's time and flushed its data.
     Finished,
-    /// perf record ended before its time or did not end cleanly.
+    /// perf record failed, or had to be stopped at the deadline and did not end cleanly.
     Failed,
     /// A signal stopped it.
     Signalled,
 }
 
-/// Let perf record run for `seconds` (stopping early on a signal, which also stops perf script
-/// at `script_pid`), then stop it so that it writes the rest of its data.
+/// Let perf record run until its `seconds` workload ends (stopping it early on a signal, which
+/// also stops perf script at `script_pid`).
 fn run_recording(
     mut perf: Reaped,
     seconds: f64,
     got: &AtomicUsize,
     script_pid: Option<libc::pid_t>,
 ) -> Recorded {
-    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    while Instant::now() < deadline {
+    // perf times the window itself (its `-- sleep SECONDS` workload, see [`timed`]); this
+    // deadline only bounds a perf that never ends.
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds) + START_GRACE;
+    let ended = loop {
         if got.load(Ordering::SeqCst) != 0 {
             perf.stop(Duration::from_secs(10));
             if let Some(p) = script_pid.filter(|p| *p > 0) {
@@ -651,24 +655,51 @@ fn run_recording(
             return Recorded::Signalled;
         }
         if let Some(c) = perf.0.as_mut() {
-            if let Ok(Some(_)) = c.try_wait() {
-                perf.0 = None;
-                return Recorded::Failed;
+            match c.try_wait() {
+                Ok(Some(st)) => {
+                    perf.0 = None;
+                    break st.success();
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    perf.0 = None;
+                    break false;
+                }
             }
         }
+        if Instant::now() >= deadline {
+            break perf.stop(Duration::from_secs(30));
+        }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     // The recording is over: from now on perf script decides when the answer comes, so it
     // gets this process's priority back. Left at nice 10 on a host with other work at nice 0
     // (two busy loops per CPU), its start (symbols, kallsyms) took over a minute.
     if let Some(p) = script_pid {
         unnice(p);
     }
-    if perf.stop(Duration::from_secs(30)) {
+    if ended {
         Recorded::Finished
     } else {
         Recorded::Failed
     }
+}
+
+/// How long perf may take to start (describing the running processes) and to finish beyond
+/// the window before it is stopped.
+const START_GRACE: Duration = Duration::from_secs(120);
+
+/// The workload that times a recording: perf record enables its events only after it has
+/// described the processes already running, and on a host whose CPUs the server kept busy
+/// (16 clients at innodb_spin_wait_delay=6000 on 2 vCPUs) that took most of a 3 s window
+/// timed from perf's start: 26-63 samples instead of about 3000. `-- sleep SECONDS` starts
+/// the clock when the events are on.
+fn timed(seconds: f64) -> [String; 3] {
+    [
+        "--".into(),
+        "sleep".into(),
+        format!("{:.3}", seconds.max(0.001)),
+    ]
 }
 
 /// Moves perf record's output to perf script's input through memory: a reader thread that
