@@ -147,7 +147,8 @@ pub fn precheck(pid: u32, window: Duration, parts: u32) -> Result<Seen> {
 pub fn expected_cost_pct(switches_per_s: f64, idle_cpus: f64, cpus: usize) -> f64 {
     let cpus = cpus.max(1) as f64;
     let need = switches_per_s * COST_US_PER_SWITCH * 1e-6;
-    SAMPLING_COST_PCT + 100.0 * (need - idle_cpus.max(0.0)).max(0.0) / cpus
+    // A share of the throughput: the linear price stops at all of it.
+    (SAMPLING_COST_PCT + 100.0 * (need - idle_cpus.max(0.0)).max(0.0) / cpus).min(100.0)
 }
 
 /// The cost check's decision: record, or refuse with the reason and the way out.
@@ -336,6 +337,9 @@ mod tests {
         );
         let accepted = decide(seen(50_000.0, 0.0), 2, 1000.0).unwrap();
         assert!(accepted.decision.contains("above the default bound"));
+        // --max-cost 100 accepts any rate: the price is a share of the throughput.
+        assert_eq!(expected_cost_pct(1e7, 0.0, 2), 100.0);
+        assert!(decide(seen(1e7, 0.0), 2, 100.0).is_ok());
         // More CPUs share the same switches' cost; idle CPUs absorb it.
         assert!(expected_cost_pct(50_000.0, 0.0, 16) < expected_cost_pct(50_000.0, 0.0, 2));
         assert!(expected_cost_pct(50_000.0, 1.0, 2) < expected_cost_pct(50_000.0, 0.0, 2));
