@@ -34,6 +34,11 @@ fn took_line(window_s: f64, total_s: f64) -> String {
 pub fn run(a: DoctorArgs) -> Result<i32> {
     check(&a)?;
     if a.inventory.is_some() || !a.more.is_empty() {
+        if a.waits.is_some() {
+            return Err(Error::bad_input(
+                "--waits with several servers: a wait document is of one server; run doctor --waits for that server alone",
+            ));
+        }
         if a.rt {
             return Err(Error::bad_input(
                 "--rt with several servers: rt captures packets on one server's host; run doctor --rt there for each",
@@ -41,6 +46,12 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
         }
         return super::fleet::run(&a);
     }
+    // Read before anything is collected, so a bad document fails at once.
+    let waits = a
+        .waits
+        .as_deref()
+        .map(|p| crate::profile::waits::load(p, "--waits"))
+        .transpose()?;
     let mut stop = Arc::new(AtomicBool::new(false));
     let (snap, source) = match &a.snapshot {
         Some(p) => {
@@ -92,7 +103,11 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
         eprintln!("spinscope: snapshot saved to {}", p.display());
     }
     let lost = snap.lost_connection;
-    let doc = build_doc(&source, &Facts::from_snapshot(snap));
+    let mut facts = Facts::from_snapshot(snap);
+    if let (Some(doc), Some(p)) = (waits, &a.waits) {
+        facts.waits = Some(waits_given(&facts, doc, p)?);
+    }
+    let doc = build_doc(&source, &facts);
     if a.json {
         crate::report::print_json(&doc)?;
     } else {
@@ -110,6 +125,35 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
     Ok(match (a.fail_on, doc.max_severity) {
         (Some(f), Some(m)) if m >= f => EXIT_FINDINGS,
         _ => EXIT_OK,
+    })
+}
+
+/// The wait document checked against the server the snapshot is of: refused in one line when
+/// it is of another server or of an earlier run.
+fn waits_given(
+    facts: &Facts,
+    doc: crate::profile::waits::WaitDoc,
+    path: &std::path::Path,
+) -> Result<crate::doctor::facts::WaitsGiven> {
+    let mut against = facts.identity_for_waits();
+    // The data directory as this host resolves it, as the recording read it from /proc.
+    if facts.snap.local {
+        against.datadir = against
+            .datadir
+            .map(|d| std::fs::canonicalize(&d).map_or(d, |c| c.display().to_string()));
+    }
+    let note = crate::profile::waits::identity::check(doc.server.as_ref(), &against).map_err(
+        |why| {
+            Error::bad_input(format!(
+                "--waits {}: {why}: record this server's waits (spinscope profile --waits --json --pid PID on its host) and give that file",
+                path.display()
+            ))
+        },
+    )?;
+    Ok(crate::doctor::facts::WaitsGiven {
+        file: path.display().to_string(),
+        doc,
+        note,
     })
 }
 

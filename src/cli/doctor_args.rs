@@ -72,6 +72,12 @@ pub struct DoctorArgs {
     /// DIR/doctor-snapshot.json when given a directory.
     #[arg(long, visible_alias = "capture", value_name = "FILE|DIR")]
     pub save_snapshot: Option<PathBuf>,
+    /// A saved wait document of this server (`spinscope profile --waits --json` on its host):
+    /// the spin-budget finding follows its measured direction (spin less / spin more) with its
+    /// numbers. Refused when it was recorded from another server (host, port, socket, data
+    /// directory) or before the server's last restart.
+    #[arg(long, value_name = "FILE", conflicts_with = "inventory")]
+    pub waits: Option<PathBuf>,
     /// Diagnose a saved snapshot (FILE, or DIR/doctor-snapshot.json) offline instead of a
     /// live server.
     #[arg(long, visible_alias = "from", value_name = "FILE|DIR", conflicts_with_all = ["save_snapshot", "enable_instruments"])]

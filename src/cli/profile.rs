@@ -83,6 +83,8 @@ pub struct ProfileArgs {
     /// Write the profile as gzipped profile.proto (pprof) to FILE: for `go tool pprof`, Grafana
     /// Pyroscope, Parca. Sample types samples/count and cpu/nanoseconds (cpu-clock; a counted
     /// event gives <event>/count); each sample labelled with spinscope's class and the comm.
+    /// With --waits: sample types cpu/nanoseconds and off_cpu/nanoseconds, labels class (the
+    /// on-CPU class or the off-CPU kind, e.g. latch_sleep) and site.
     #[arg(long, value_name = "FILE")]
     pub pprof: Option<PathBuf>,
     /// Also save the perf-script text that was analysed to FILE (live mode), for replay.
@@ -103,11 +105,16 @@ pub struct ProfileArgs {
 /// fails at once, and renamed over the path when written: a planted symlink is refused, never
 /// followed. 0600 (the stacks name the server's code paths and, with --save-script, its
 /// binaries).
-fn open_output(flag: &str, path: &Path) -> Result<files::Output> {
+pub(super) fn open_output(flag: &str, path: &Path) -> Result<files::Output> {
     files::Output::create(path, flag, true)
 }
 
-fn write_out(flag: &str, path: &Path, mut out: files::Output, bytes: &[u8]) -> Result<()> {
+pub(super) fn write_out(
+    flag: &str,
+    path: &Path,
+    mut out: files::Output,
+    bytes: &[u8],
+) -> Result<()> {
     out.file()
         .write_all(bytes)
         .map_err(|e| Error::runtime(format!("{flag} {}: writing failed ({e})", path.display())))?;

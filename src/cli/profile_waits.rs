@@ -1,6 +1,7 @@
 //! `spinscope profile --waits`: the wait view (spin CPU beside latch sleeps per site), live
 //! (`--pid`/`--process`: the cost check, then the recording) or from a saved `perf script`
-//! text of a wait recording (`--perf-script`).
+//! text of a wait recording (`--perf-script`); with `--pprof`, the same recording as a pprof
+//! profile with on-CPU and off-CPU time.
 
 use std::io::BufReader;
 
@@ -44,11 +45,27 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
             a.frequency
         )));
     }
+    // The output is made before any recording or reading, so a bad path fails at once.
+    if let (Some(out), Some(input)) = (&a.pprof, &a.perf_script) {
+        files::refuse_same(&[("--perf-script", input)], &[("--pprof", out)])?;
+    }
+    let pprof_out = a
+        .pprof
+        .as_deref()
+        .map(|p| super::profile::open_output("--pprof", p))
+        .transpose()?;
     let max_input = a.max_input_mb.max(1).saturating_mul(1 << 20);
-    let doc = match &a.perf_script {
-        Some(path) => offline(path, a.pid, max_input)?,
-        None => live(a, max_input)?,
+    let want = a.pprof.is_some();
+    let waits::Analysed { doc, pprof } = match &a.perf_script {
+        Some(path) => offline(path, a.pid, max_input, want)?,
+        None => live(a, max_input, want)?,
     };
+    if let (Some(p), Some(out), Some(pp)) = (&a.pprof, pprof_out, &pprof) {
+        let bytes = crate::profile::pprof::encode(pp).map_err(|e| {
+            Error::runtime(format!("--pprof {}: encoding failed ({e})", p.display()))
+        })?;
+        super::profile::write_out("--pprof", p, out, &bytes)?;
+    }
     if a.json {
         report::print_json(&doc)?;
     } else {
@@ -57,7 +74,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-fn live(a: &ProfileArgs, max_input: u64) -> Result<waits::WaitDoc> {
+fn live(a: &ProfileArgs, max_input: u64, pprof: bool) -> Result<waits::Analysed> {
     let (pid, comm) = crate::profile::run::target(a.pid, a.process.as_deref())?;
     let live = record::Live {
         pid,
@@ -66,6 +83,7 @@ fn live(a: &ProfileArgs, max_input: u64) -> Result<waits::WaitDoc> {
         frequency_hz: a.frequency,
         max_cost_pct: a.max_cost,
         max_input_bytes: max_input,
+        pprof,
     };
     let cost = record::check(&live)?;
     let what = format!(
@@ -90,7 +108,12 @@ fn live(a: &ProfileArgs, max_input: u64) -> Result<waits::WaitDoc> {
 }
 
 /// A saved wait recording; the server is `pid`, else the process with the most events.
-fn offline(path: &std::path::Path, pid: Option<u32>, max_input: u64) -> Result<waits::WaitDoc> {
+fn offline(
+    path: &std::path::Path,
+    pid: Option<u32>,
+    max_input: u64,
+    pprof: bool,
+) -> Result<waits::Analysed> {
     let name = format!("--perf-script {}", path.display());
     let pid = match pid {
         Some(p) => p,
@@ -124,6 +147,8 @@ fn offline(path: &std::path::Path, pid: Option<u32>, max_input: u64) -> Result<w
         frequency_hz: None,
         off_cpu_method: "sched:sched_switch events in the script".into(),
         cost: None,
+        server: None,
+        pprof,
     };
     waits::analyse_reader(BufReader::with_capacity(1 << 18, f), &name, max_input, b)
 }

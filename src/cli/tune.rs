@@ -11,7 +11,7 @@ use crate::tune::args::parse_pct;
 use crate::tune::doc::render;
 use crate::tune::engine::{self, TunePlan};
 
-const AFTER_HELP: &str = "Candidates: the current settings (always), the spin model's advice for the CPU (--probe FILE, or a quick probe when the server is local), the version's defaults, and a coarse log-spaced grid over each legal knob (MariaDB: innodb_spin_wait_delay, innodb_sync_spin_loops; MySQL/Percona 8.0.16+ also innodb_spin_wait_pause_multiplier).\n\nPlan: before the race, tune says what the budget allows: the candidates that get 8 rounds each race (the current settings, the model's advice and the defaults first; the others are named as not raced), and when not even those three fit, each measurement is shortened to 0.5 s warm-up + 2 s measured (unless --warmup/--duration fix it) and only those three race. After the first round the plan is checked against the measured time of a measurement.\n\nMethod: racing. Every remaining candidate is measured once per round, in rotated order; a candidate significantly slower than the leader leaves the race; the budget goes to the rest. Measurements of one round are pairs (they share the host's drift): the decision changes the settings only when the leader beats the current settings by the paired interval of the throughput ratio (log scale, never below -100%) at 1-0.05/m (m candidates) and its mean p99 over at least 3 repeats stays within --max-p99-increase, or earlier when the evidence is overwhelming: at one of the L early looks the plan allows, by the same interval at 1-0.05/(2 m L), so a wrong change stays within 0.05 over all looks; it keeps the current settings only when they lead. When the budget ends before a proof, it says so, with the budget a proof would take at the noise measured and the spin model's advice labelled unproven; nothing is changed then. Every change is journaled before it is made and put back at the end, on error and on a signal; --apply leaves the winner set and logs it as an intended change.\n\nExample:\n  spinscope sweep prepare --socket /run/mysqld/mysqld.sock --tables 4 --table-size 100000\n  spinscope tune --socket /run/mysqld/mysqld.sock --workload write-only --threads 16 --budget 10m";
+const AFTER_HELP: &str = "Candidates: the current settings (always), the spin model's advice for the CPU (--probe FILE, or a quick probe when the server is local), the version's defaults, and a coarse log-spaced grid over each legal knob (MariaDB: innodb_spin_wait_delay, innodb_sync_spin_loops; MySQL/Percona 8.0.16+ also innodb_spin_wait_pause_multiplier). With --waits FILE (a saved `profile --waits --json` of this server), only the candidates that move the spin in its measured direction (spin less: shorter spins; spin more: longer) race beside the current settings, so tune never changes the settings against it.\n\nPlan: before the race, tune says what the budget allows: the candidates that get 8 rounds each race (the current settings, the model's advice and the defaults first; the others are named as not raced), and when not even those three fit, each measurement is shortened to 0.5 s warm-up + 2 s measured (unless --warmup/--duration fix it) and only those three race. After the first round the plan is checked against the measured time of a measurement.\n\nMethod: racing. Every remaining candidate is measured once per round, in rotated order; a candidate significantly slower than the leader leaves the race; the budget goes to the rest. Measurements of one round are pairs (they share the host's drift): the decision changes the settings only when the leader beats the current settings by the paired interval of the throughput ratio (log scale, never below -100%) at 1-0.05/m (m candidates) and its mean p99 over at least 3 repeats stays within --max-p99-increase, or earlier when the evidence is overwhelming: at one of the L early looks the plan allows, by the same interval at 1-0.05/(2 m L), so a wrong change stays within 0.05 over all looks; it keeps the current settings only when they lead. When the budget ends before a proof, it says so, with the budget a proof would take at the noise measured and the spin model's advice labelled unproven; nothing is changed then. Every change is journaled before it is made and put back at the end, on error and on a signal; --apply leaves the winner set and logs it as an intended change.\n\nExample:\n  spinscope sweep prepare --socket /run/mysqld/mysqld.sock --tables 4 --table-size 100000\n  spinscope tune --socket /run/mysqld/mysqld.sock --workload write-only --threads 16 --budget 10m";
 
 #[derive(Debug, clap::Args)]
 #[command(disable_help_flag = true, after_help = AFTER_HELP)]
@@ -66,6 +66,12 @@ pub struct TuneArgs {
     /// Seed of the clients' random numbers.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A saved wait document of this server (`spinscope profile --waits --json` on its host):
+    /// only candidates that move the spin in its measured direction (spin less / spin more)
+    /// race, beside the current settings. Refused when it was recorded from another server or
+    /// before the server's last restart.
+    #[arg(long, value_name = "FILE")]
+    pub waits: Option<PathBuf>,
 }
 
 use crate::sweep::secs;
@@ -116,12 +122,25 @@ fn plan(a: &TuneArgs) -> Result<TunePlan> {
         apply: a.apply,
         probe: a.probe.clone(),
         seed: a.seed,
+        waits: a
+            .waits
+            .as_deref()
+            .map(|p| {
+                Ok::<_, Error>(engine::WaitsInput {
+                    file: p.display().to_string(),
+                    doc: crate::profile::waits::load(p, "--waits")?,
+                })
+            })
+            .transpose()?,
     })
 }
 
 pub fn run(a: TuneArgs) -> Result<i32> {
     if let (Some(sql), Some(save)) = (&a.sql, &a.save) {
         crate::files::refuse_same(&[("--sql", sql)], &[("--save", save)])?;
+    }
+    if let (Some(w), Some(save)) = (&a.waits, &a.save) {
+        crate::files::refuse_same(&[("--waits", w)], &[("--save", save)])?;
     }
     let plan = plan(&a)?;
     if let Some(p) = &a.save {

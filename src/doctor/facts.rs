@@ -33,6 +33,19 @@ pub struct Facts {
     pub cores: Option<f64>,
     /// The host CPU as the spin model sees it, when known.
     pub cpu: Option<CpuModel>,
+    /// A saved wait document of this server (`doctor --waits FILE`), checked against the
+    /// server's identity before it is set here.
+    pub waits: Option<WaitsGiven>,
+}
+
+/// A wait document doctor was given, and what its identity check said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitsGiven {
+    /// The file, as given.
+    pub file: String,
+    pub doc: crate::profile::waits::WaitDoc,
+    /// Said when the document could not be matched to the server (no identity in it).
+    pub note: Option<String>,
 }
 
 fn deltas(s: &Snapshot) -> Vec<WaitDelta> {
@@ -100,6 +113,29 @@ impl Facts {
             burst,
             cores,
             snap,
+            waits: None,
+        }
+    }
+
+    /// What the snapshot says about which server it is, for a wait document's identity check:
+    /// its variables, and its start (the capture time less `Uptime`) when both are known.
+    pub fn identity_for_waits(&self) -> crate::profile::waits::identity::Against {
+        let var = |k: &str| self.vars.str(k).map(str::to_string);
+        let uptime = self
+            .status_after
+            .u64("Uptime")
+            .or_else(|| self.status_before.u64("Uptime"));
+        let started = match (self.snap.captured_at_unix_s, uptime) {
+            (at, Some(up)) if at > 0 => Some(at as i64 - up as i64),
+            _ => None,
+        };
+        crate::profile::waits::identity::Against {
+            what: "the server doctor read".into(),
+            hostname: var("hostname"),
+            port: var("port").and_then(|p| p.trim().parse().ok()),
+            socket: var("socket"),
+            datadir: var("datadir"),
+            started_unix_s: started,
         }
     }
 

@@ -14,6 +14,8 @@ pub enum Origin {
     Model,
     Defaults,
     Grid,
+    /// One step from the current settings in a wait document's direction (`--waits`).
+    Waits,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +100,7 @@ pub fn generate(
             Origin::Model => "model".to_string(),
             Origin::Defaults => "defaults".to_string(),
             Origin::Grid => label(info, &s),
+            Origin::Waits => "waits-step".to_string(),
         };
         out.push(Candidate {
             name,
@@ -174,6 +177,78 @@ fn spread(v: Vec<Settings>) -> Vec<Settings> {
         }
     }
     out
+}
+
+/// How long a setting spins, as an order between settings: rounds times delay (times the
+/// pause multiplier where there is one). Each factor lengthens the longest spin.
+pub fn spin_amount(s: &Settings) -> u128 {
+    u128::from(s.sync_spin_loops)
+        * u128::from(s.spin_wait_delay)
+        * u128::from(s.pause_multiplier.unwrap_or(1))
+}
+
+/// The candidates that move the spin in a wait document's direction `d`: for spin less those
+/// that spin less than the current settings, for spin more those that spin more; all of them
+/// for keep or too little data (the race then decides). The current settings always stay,
+/// first, and `step` (one step from them in that direction, the one doctor gives) races next,
+/// named `waits-step`. Returns the kept candidates, in order, and the names of the others.
+pub fn follow(
+    cands: Vec<Candidate>,
+    d: crate::profile::waits::advice::Direction,
+    step: Option<Settings>,
+) -> (Vec<Candidate>, Vec<String>) {
+    use crate::profile::waits::advice::Direction;
+    let Some(cur) = cands
+        .iter()
+        .find(|c| c.origin == Origin::Current)
+        .map(|c| spin_amount(&c.settings))
+    else {
+        return (cands, Vec::new());
+    };
+    let (mut kept, mut left) = (Vec::new(), Vec::new());
+    for c in cands {
+        let a = spin_amount(&c.settings);
+        let ok = c.origin == Origin::Current
+            || match d {
+                Direction::Less => a < cur,
+                Direction::More => a > cur,
+                Direction::Keep | Direction::Unclear => true,
+            };
+        if ok {
+            kept.push(c);
+        } else {
+            left.push(c.name);
+        }
+    }
+    if let Some(s) = step {
+        if !kept.iter().any(|c| c.settings == s) {
+            kept.insert(
+                1.min(kept.len()),
+                Candidate {
+                    name: "waits-step".into(),
+                    origin: Origin::Waits,
+                    settings: s,
+                },
+            );
+        }
+    }
+    (kept, left)
+}
+
+/// The settings after one `advice::step` from `current` in direction `d`.
+pub fn stepped(
+    info: &FamilyInfo,
+    current: Settings,
+    d: crate::profile::waits::advice::Direction,
+) -> Option<Settings> {
+    let (name, _, to) = crate::profile::waits::advice::step(info, &current, d)?;
+    let mut s = current;
+    if name == info.delay.name {
+        s.spin_wait_delay = to;
+    } else {
+        s.sync_spin_loops = to;
+    }
+    Some(s)
 }
 
 /// The `SET GLOBAL` assignments that turn `from` into `to` (variable, value).
@@ -261,6 +336,44 @@ mod tests {
         assert!(c.iter().all(|x| x.origin != Origin::Defaults));
         let small = generate(&i, cur, None, 4);
         assert_eq!(small.len(), 4);
+    }
+
+    #[test]
+    fn a_wait_direction_keeps_only_candidates_that_move_that_way() {
+        use crate::profile::waits::advice::Direction;
+        let i = info("10.11.6-MariaDB");
+        let current = Settings {
+            spin_wait_delay: 6000,
+            sync_spin_loops: 30,
+            pause_multiplier: None,
+        };
+        let all = generate(&i, current, None, 50);
+        let (less, out) = follow(all.clone(), Direction::Less, None);
+        assert_eq!(less[0].origin, Origin::Current);
+        assert!(less.len() >= 3, "{less:?}");
+        assert!(less[1..]
+            .iter()
+            .all(|c| spin_amount(&c.settings) < spin_amount(&current)));
+        assert_eq!(less.len() + out.len(), all.len());
+        // At the defaults, spin more keeps only longer spins: the grid's larger delays and
+        // rounds, never the defaults themselves.
+        let d = default_settings(&i);
+        let (more, out) = follow(generate(&i, d, None, 50), Direction::More, None);
+        assert!(more.len() >= 3, "{more:?}");
+        assert!(more[1..]
+            .iter()
+            .all(|c| spin_amount(&c.settings) > spin_amount(&d)));
+        assert!(out.iter().any(|n| n.contains("d=1")), "{out:?}");
+        let (keep, out) = follow(all.clone(), Direction::Keep, None);
+        assert_eq!((keep.len(), out.len()), (all.len(), 0));
+        // At delay 6000 no grid point spins more (the grid moves one knob from the defaults):
+        // the step from the current settings, doubling the rounds, is what races.
+        let step = stepped(&i, current, Direction::More);
+        assert_eq!(step.map(|s| s.sync_spin_loops), Some(60));
+        let (more, out) = follow(all.clone(), Direction::More, step);
+        let names: Vec<&str> = more.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["current", "waits-step"]);
+        assert_eq!(out.len(), all.len() - 1);
     }
 
     #[test]

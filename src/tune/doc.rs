@@ -148,6 +148,46 @@ pub struct TuneDoc {
     /// What the budget allowed, planned before the race (candidates, rounds, measurement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// The wait document the candidates followed (`--waits FILE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits: Option<WaitsUsed>,
+}
+
+/// A saved wait document's direction, as tune used it: only candidates that move the spin that
+/// way (and the current settings) race, so tune never changes the settings against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitsUsed {
+    pub file: String,
+    pub direction: crate::profile::waits::advice::Direction,
+    /// The document's reason, with its numbers.
+    pub reason: String,
+    /// Candidates left out because they move the spin the other way.
+    pub left_out: Vec<String>,
+    /// Said when the document could not be matched to the server (no identity in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl WaitsUsed {
+    /// One line for the report.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "waits ({}): {} ({})",
+            self.file,
+            self.direction.word(),
+            self.reason
+        );
+        if !self.left_out.is_empty() {
+            s.push_str(&format!(
+                "; left out as moving the other way: {}",
+                self.left_out.join(", ")
+            ));
+        }
+        if let Some(n) = &self.note {
+            s.push_str(&format!("; note: {n}"));
+        }
+        s
+    }
 }
 
 pub const METHOD: &str = "racing: the budget planned first (the candidates that get 8 rounds each race, the current settings, the model's advice and the defaults first; the measurement shortened to 0.5 s + 2 s when not even those fit and the flags do not fix it); every remaining candidate measured once per round in rotated order, the measurements of one round paired; after 3 paired rounds a candidate significantly slower than the leader (paired log-ratio t interval, 1-0.05/m) leaves; change only when the leader beats the current settings by the paired log-ratio interval at 1-0.05/m (Bonferroni over the m candidates raced) and its mean p99 over 3 or more repeats stays within the limit, or earlier, at one of L early looks planned (rounds 3 .. the planned last but one), by that interval at 1-0.05/(2 m L), so a wrong change stays within 0.05 over all looks; keep only when the current settings lead; otherwise no decision, with the budget a proof would take";
@@ -250,6 +290,9 @@ pub fn render(d: &TuneDoc) -> String {
     );
     if let Some(p) = &d.plan {
         out.push_str(&format!("plan: {}\n\n", p.describe()));
+    }
+    if let Some(w) = &d.waits {
+        out.push_str(&format!("{}\n\n", w.line()));
     }
     let mut t = crate::units::table(&[
         "#",
@@ -442,6 +485,7 @@ mod tests {
             stopped_because: None,
             client: None,
             plan: None,
+            waits: None,
         };
         let text = render(&doc);
         assert!(text.contains("decision: change to defaults"), "{text}");

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::candidates::{changes, generate, Candidate};
-use super::doc::{curves, model_rank, rows, statements, ModelView, TuneDoc, METHOD, SCHEMA};
+use super::doc::{
+    curves, model_rank, rows, statements, ModelView, TuneDoc, WaitsUsed, METHOD, SCHEMA,
+};
 use super::plan::{Plan, StepTime, SHORT_DURATION_S, SHORT_WARMUP_S};
 use super::race::{self, Race, RaceConfig, Sample};
 use crate::analysis::knee::{find_knee, StepPoint};
@@ -48,6 +50,16 @@ pub struct TunePlan {
     pub apply: bool,
     pub probe: Option<PathBuf>,
     pub seed: u64,
+    /// A saved wait document of this server (`--waits FILE`): only candidates in its direction
+    /// race.
+    pub waits: Option<WaitsInput>,
+}
+
+/// A wait document as given, before it is checked against the server.
+#[derive(Debug, Clone)]
+pub struct WaitsInput {
+    pub file: String,
+    pub doc: crate::profile::waits::WaitDoc,
 }
 
 /// A measurement's warm-up and measured period when the command line fixes neither.
@@ -351,6 +363,8 @@ struct Setup {
     started: Instant,
     threads: u32,
     threads_source: String,
+    /// The wait document the candidates followed.
+    waits: Option<WaitsUsed>,
 }
 
 /// What runs the load: the workload, its connector and client, and the server probe.
@@ -375,8 +389,12 @@ fn setup(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<(Set
         mix: Mix::default(),
         custom: plan.custom.clone(),
     };
+    let note = match &plan.waits {
+        Some(w) => check_waits(&admin_connect, w)?,
+        None => None,
+    };
     let (model, cpu_label, model_target) = model_advice(&info, &current, plan, target, shown)?;
-    let cands = generate(&info, current, model, plan.max_candidates);
+    let (cands, waits) = candidates(&info, current, model, plan, note)?;
     let variants: Vec<Variant> = cands.iter().map(|c| variant(&info, &current, c)).collect();
     crate::interrupt::set_query_timeout(target.query_timeout);
     let mut guard = SettingsGuard::new(
@@ -420,6 +438,7 @@ fn setup(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<(Set
         started,
         threads,
         threads_source,
+        waits,
     };
     let load = Load {
         wl,
@@ -428,6 +447,67 @@ fn setup(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<(Set
         probe,
     };
     Ok((s, load))
+}
+
+/// The wait document checked against the server tune connected to (its identity facts in one
+/// statement, as the journal reads them): the note when the document does not say which
+/// server it is of; refused in one line when it is of another server or an earlier run.
+fn check_waits(admin_connect: &Connector, w: &WaitsInput) -> Result<Option<String>> {
+    let mut c = admin_connect()?;
+    let f = crate::journal::read_facts(&mut c)
+        .map_err(|e| Error::runtime(format!("reading the server's identity: {e}")))?;
+    let datadir =
+        std::fs::canonicalize(&f.datadir).map_or(f.datadir.clone(), |p| p.display().to_string());
+    let against = crate::profile::waits::identity::Against {
+        what: "the server tune connected to".into(),
+        hostname: Some(f.hostname),
+        port: Some(f.port),
+        socket: Some(f.socket),
+        datadir: Some(datadir),
+        started_unix_s: Some(f.started_unix_s),
+    };
+    crate::profile::waits::identity::check(w.doc.server.as_ref(), &against).map_err(|why| {
+        Error::bad_input(format!(
+            "--waits {}: {why}: record this server's waits (spinscope profile --waits --json --pid PID on its host) and give that file",
+            w.file
+        ))
+    })
+}
+
+/// The candidates to race: every one (current, model, defaults, grid), those moving against the
+/// wait document left out, then at most `--max-candidates`.
+fn candidates(
+    info: &FamilyInfo,
+    current: Settings,
+    model: Option<Settings>,
+    plan: &TunePlan,
+    note: Option<String>,
+) -> Result<(Vec<Candidate>, Option<WaitsUsed>)> {
+    let Some(w) = &plan.waits else {
+        return Ok((generate(info, current, model, plan.max_candidates), None));
+    };
+    let all = generate(info, current, model, usize::MAX);
+    let dir = w.doc.advice.direction;
+    let step = super::candidates::stepped(info, current, dir);
+    let (mut kept, left_out) = super::candidates::follow(all, dir, step);
+    if kept.len() < 2 {
+        return Err(Error::bad_input(format!(
+            "--waits {}: it says {}, and no candidate moves the spin that way from the current settings (d={}, L={}): nothing to race",
+            w.file,
+            dir.word(),
+            current.spin_wait_delay,
+            current.sync_spin_loops
+        )));
+    }
+    kept.truncate(plan.max_candidates.max(2));
+    let used = WaitsUsed {
+        file: w.file.clone(),
+        direction: dir,
+        reason: w.doc.advice.reason.clone(),
+        left_out,
+        note,
+    };
+    Ok((kept, Some(used)))
 }
 
 /// Over the admin connection: the version, its spin family, the current settings (refused
@@ -547,6 +627,7 @@ fn report(
         client: client_used,
         stopped_because,
         plan: Some(rp),
+        waits: s.waits,
     }
 }
 

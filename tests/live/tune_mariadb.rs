@@ -1,7 +1,8 @@
 //! Integration: `spinscope tune` against a throwaway MariaDB (own datadir, socket and port)
 //! started with innodb_spin_wait_delay=6000. Short runs for CI: the search completes, ranks its
 //! candidates, claims significance only on enough valid data, and puts 6000 back; `--apply`
-//! leaves the winner set and logs it in the journal as an intended change.
+//! leaves the winner set and logs it in the journal as an intended change; `--waits` races only
+//! what moves the spin the document's way and refuses another server's document.
 
 use crate::common;
 use std::sync::Mutex;
@@ -153,6 +154,59 @@ fn tune_ranks_candidates_and_restores_6000() {
     check_doc(&doc);
     assert_eq!(doc["decision"]["change"], false);
     assert_eq!(delay(&db), "6000");
+    tune_follows_the_wait_document(&db);
+}
+
+/// A wait document for this server: the fixture's numbers (tests/fixtures/waits/), its
+/// direction set to `direction`, and `server` as given.
+fn waits_doc(
+    db: &MariaDb,
+    direction: &str,
+    server: &spinscope::profile::waits::WaitServer,
+) -> std::path::PathBuf {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/waits/waits-d6000-vm.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    doc["advice"]["direction"] = Value::from(direction);
+    doc["server"] = serde_json::to_value(server).unwrap();
+    let p = db.dir().join(format!("waits-{direction}.json"));
+    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
+    p
+}
+
+/// At delay 6000 a document saying "spin more" leaves no grid point (the grid moves one knob
+/// from the defaults, all spinning less): the step from the current settings, doubling the
+/// rounds, races beside them, and nothing that spins less. Another server's document (its
+/// data directory differs) is refused before anything is measured.
+fn tune_follows_the_wait_document(db: &MariaDb) {
+    let me = spinscope::profile::waits::identity::of_process(db.pid());
+    let more = waits_doc(db, "more", &me);
+    let doc = tune_json(db, &["--budget", "10s", "--waits", more.to_str().unwrap()]);
+    check_doc(&doc);
+    assert_eq!(doc["waits"]["direction"], "more", "{}", doc["waits"]);
+    let rows = doc["candidates"].as_array().unwrap();
+    let mut names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["current", "waits-step"]);
+    let step = rows.iter().find(|r| r["name"] == "waits-step").unwrap();
+    assert_eq!(step["settings"]["sync_spin_loops"], 60, "{step}");
+    assert_eq!(step["settings"]["spin_wait_delay"], 6000, "{step}");
+    assert!(!doc["waits"]["left_out"].as_array().unwrap().is_empty());
+    assert_eq!(delay(db), "6000", "restored after the run");
+    let mut other = me.clone();
+    other.datadir = Some("/var/lib/another-server".into());
+    let bad = waits_doc(db, "less", &other);
+    let out = cmd(db, &["tune"])
+        .args(["--workload", "write-only", "--waits", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("data directory is /var/lib/another-server"),
+        "{err}"
+    );
+    assert_eq!(open_records(db), 0, "nothing changed, nothing journaled");
 }
 
 #[test]

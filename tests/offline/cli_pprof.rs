@@ -259,3 +259,131 @@ fn a_one_second_burst_stands_out() {
         "{line}"
     );
 }
+
+/// A function name as `-top` shows it: templates dropped, and a trailing parenthesised remark
+/// ("(no function start)") too, which pprof may shorten.
+fn shown_name(name: &str) -> String {
+    let n = untemplated(name);
+    match n.find(" (") {
+        Some(i) => n[..i].to_string(),
+        None => n,
+    }
+}
+
+/// `profile --waits --pprof` of the captured wait recordings read by `go tool pprof`: its totals
+/// per sample type are the table's on-CPU and off-CPU time, its `class` labels give the table's
+/// spin CPU and latch sleep time, and with latch sleeps in focus its top functions are the
+/// table's sites, each with the site's sleep time (a site is a function and its caller: pprof
+/// sums a function over its callers).
+#[test]
+fn go_pprof_reads_the_wait_view() {
+    let mut sites_compared = 0;
+    for script in [
+        "waits/mariadbd-waits-d6000-l1.perf",
+        "waits/mariadbd-waits-d4-l1.perf",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let pprof = dir.path().join("w.pb.gz");
+        let out = Command::new(common::bin())
+            .args(["profile", "--waits", "--json", "--perf-script"])
+            .arg(fixture(script))
+            .arg("--pprof")
+            .arg(&pprof)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let secs = doc["source"]["seconds"].as_f64().unwrap();
+        let ns = |per_s: f64| (per_s * secs * 1e9).round() as i64;
+        let f = |v: &serde_json::Value| v.as_f64().unwrap();
+        let top = |args: &[&str]| {
+            let mut a = vec!["-top", "-unit=ns", "-nodefraction=0", "-nodecount=50"];
+            a.extend_from_slice(args);
+            go_pprof(&a, &pprof)
+        };
+        let Some(off) = top(&["-sample_index=off_cpu"]) else {
+            return;
+        };
+        if script.contains("d4-") {
+            assert!(doc["latch_sleeps"].as_i64().unwrap() > 0, "{script}");
+        }
+        let off_total: f64 = doc["off_cpu"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| f(&o["seconds_per_s"]))
+            .sum();
+        assert!(
+            (total(&off) - ns(off_total)).abs() <= 8,
+            "{script}: off-CPU:\n{off}"
+        );
+        let cpu = top(&["-sample_index=cpu"]).unwrap();
+        assert_eq!(
+            total(&cpu),
+            ns(f(&doc["cpu_seconds_per_s"])),
+            "{script}:\n{cpu}"
+        );
+        // A focus that keeps nothing is left out: pprof has no profile to show then.
+        if doc["spin_samples"].as_i64().unwrap() > 0 {
+            let spin = top(&["-sample_index=cpu", "-tagfocus=class=^innodb_spin$"]).unwrap();
+            assert_eq!(
+                shown(&spin),
+                ns(f(&doc["spin_cpu_seconds_per_s"])),
+                "{script}:\n{spin}"
+            );
+            sites_compared += by_site(&doc, &spin, "spin_cpu_seconds_per_s", &ns, script);
+        }
+        let latch_ns = ns(f(&doc["latch_sleep_seconds_per_s"]));
+        if latch_ns > 0 {
+            let latch = top(&["-sample_index=off_cpu", "-tagfocus=class=^latch_sleep$"]).unwrap();
+            assert!((shown(&latch) - latch_ns).abs() <= 2, "{script}:\n{latch}");
+            sites_compared += by_site(&doc, &latch, "sleep_seconds_per_s", &ns, script);
+        }
+    }
+    // At delay 6000 the spin sites, at delay 4 the sleeping ones.
+    assert!(sites_compared >= 2, "sites compared: {sites_compared}");
+}
+
+/// The table's time per site function (`field`, per second, summed over the function's
+/// callers) against `top`'s flat rows: each site function pprof shows has the table's time, and
+/// the first of them is the table's largest. How many sites were compared.
+fn by_site(
+    doc: &serde_json::Value,
+    top: &str,
+    field: &str,
+    ns: &dyn Fn(f64) -> i64,
+    script: &str,
+) -> usize {
+    let mut by_fn: HashMap<String, i64> = HashMap::new();
+    for s in doc["sites"].as_array().unwrap() {
+        let n = shown_name(s["function"].as_str().unwrap());
+        if n.starts_with('(') {
+            continue; // spin samples with no server frame: no site function to end at
+        }
+        *by_fn.entry(n).or_default() += ns(s[field].as_f64().unwrap());
+    }
+    by_fn.retain(|_, v| *v > 0);
+    if by_fn.is_empty() {
+        return 0;
+    }
+    let rows: Vec<(String, i64)> = flat(top)
+        .into_iter()
+        .map(|(n, v)| (shown_name(&n), v))
+        .filter(|(n, _)| by_fn.contains_key(n))
+        .collect();
+    assert!(!rows.is_empty(), "{script} {field}: no site in\n{top}");
+    for (n, v) in &rows {
+        assert!(
+            (by_fn[n] - v).abs() <= 2,
+            "{script} {field}: {n}: table {} pprof {v}",
+            by_fn[n]
+        );
+    }
+    let best = by_fn.values().max().copied().unwrap();
+    assert!((rows[0].1 - best).abs() <= 2, "{script} {field}:\n{top}");
+    rows.len()
+}

@@ -135,18 +135,45 @@ fn probe_text_report_from_a_saved_probe() {
     golden("probe_report.txt", &spinscope::report::probe::render(&doc));
 }
 
+/// The build of `/usr/sbin/mariadbd` the captured fixture was recorded from
+/// (tests/fixtures/perf/README.md). profile reads the binary a script names (its instruction
+/// bytes for spin loops, its unwind table, its build-id for a debug file), so the report of that
+/// script depends on which build is installed.
+const FIXTURE_BUILD_ID: &str = "439da8d94412de2c7eb3e2c5554bc0f31f438dc3";
+const FIXTURE_BINARY: &str = "/usr/sbin/mariadbd";
+
+/// The profile report of the captured script, twice: with the binary it names moved to a path
+/// that does not exist (nothing read from any installed file: the same on every machine), and,
+/// where the installed server is the build it was recorded from, as recorded (the spin loops
+/// found from that build's instruction bytes, its build-id in the debug-file note). Another
+/// build has other code at the script's addresses, so the second is skipped there, saying why.
 #[test]
 fn profile_text_report() {
+    let script = "tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf";
+    let dir = tempfile::tempdir().unwrap();
+    let moved = dir.path().join("no-binary.perf");
+    let text = std::fs::read_to_string(root().join(script)).unwrap();
+    let from = format!("({FIXTURE_BINARY})");
+    assert!(text.contains(&from));
+    std::fs::write(
+        &moved,
+        text.replace(&from, "(/nonexistent/spinscope-fixture/mariadbd)"),
+    )
+    .unwrap();
+    let args = ["profile", "--perf-script", moved.to_str().unwrap()];
+    golden("profile_mariadb_cpu_clock_no_binary.txt", &stdout(&args, 0));
+    let installed = spinscope::profile::elf::build_id(Path::new(FIXTURE_BINARY))
+        .map(|id| spinscope::profile::elf::hex(&id));
+    if installed.as_deref() != Some(FIXTURE_BUILD_ID) {
+        eprintln!(
+            "skipped the recorded build's report: {FIXTURE_BINARY} is {}, not build {FIXTURE_BUILD_ID} the script was recorded from",
+            installed.map_or("not installed".to_string(), |id| format!("build {id}"))
+        );
+        return;
+    }
     golden(
         "profile_mariadb_cpu_clock.txt",
-        &stdout(
-            &[
-                "profile",
-                "--perf-script",
-                "tests/fixtures/perf/mariadb/mariadbd-cpu-clock-g.perf",
-            ],
-            0,
-        ),
+        &stdout(&["profile", "--perf-script", script], 0),
     );
 }
 

@@ -11,6 +11,7 @@ mod cli_pprof;
 mod cli_probe;
 mod cli_spin;
 mod cli_sweep;
+mod cli_waits;
 mod cpu_model_paths;
 mod files_safety;
 mod golden_text;

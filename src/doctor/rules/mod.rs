@@ -14,6 +14,7 @@ pub mod running_bursts;
 pub mod semaphores_untrusted;
 pub mod spin_budget;
 pub mod spin_signature;
+pub mod spin_waits;
 
 pub type Rule = fn(&Facts) -> Vec<Finding>;
 

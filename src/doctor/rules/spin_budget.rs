@@ -6,7 +6,8 @@
 //! advised; 3x and more (or 1/3 and less: threads sleep early) is a warning, 10x and more
 //! critical. The fix is the one design advice every command gives (`spin::design`): the
 //! defaults back where they bring the ratio within 3x, with the advisor's settings for the
-//! design budget as the exact alternative; otherwise those settings.
+//! design budget as the exact alternative; otherwise those settings. With a saved wait
+//! document (`doctor --waits`), `spin_waits` makes the measured direction decide.
 
 use crate::doctor::{ev, Evidence, Facts, Finding, Severity};
 use crate::spin::advice::{current_vs_default, Recommendation};
@@ -55,7 +56,12 @@ pub fn check(f: &Facts) -> Vec<Finding> {
     let Some(v) = &f.version else { return vec![] };
     let info = family_for(v);
     let mut out = absurd(f, &info);
-    out.extend(budget(f, &info));
+    let design = budget(f, &info);
+    // With a saved wait document, its measured direction decides (`spin_waits`).
+    out.extend(match &f.waits {
+        Some(w) => super::spin_waits::follow(f, &info, w, design),
+        None => design,
+    });
     out
 }
 

@@ -158,6 +158,42 @@ pub fn settings_for(direction: Direction) -> Vec<(String, String)> {
         .collect()
 }
 
+/// One step of the spin settings in `d`'s direction, within the legal range: (variable, from,
+/// to). doctor's spin-budget finding gives it, tune races it.
+/// Less halves the delay (then the rounds); more brings the rounds, then the delay, up to
+/// their defaults, then doubles the rounds. None at the end of the range.
+pub fn step(
+    info: &crate::spin::model::FamilyInfo,
+    s: &crate::spin::model::Settings,
+    d: Direction,
+) -> Option<(&'static str, u64, u64)> {
+    let (delay, loops) = (s.spin_wait_delay, s.sync_spin_loops);
+    match d {
+        Direction::Less => {
+            let dmin = info.delay.min.max(1);
+            let lmin = info.loops.min.max(1);
+            if delay > dmin {
+                Some((info.delay.name, delay, (delay / 2).max(dmin)))
+            } else if loops > lmin {
+                Some((info.loops.name, loops, (loops / 2).max(lmin)))
+            } else {
+                None
+            }
+        }
+        Direction::More => {
+            if loops < info.loops.default {
+                Some((info.loops.name, loops, info.loops.default))
+            } else if delay < info.delay.default {
+                Some((info.delay.name, delay, info.delay.default))
+            } else {
+                let to = loops.saturating_mul(2).max(1).min(info.loops.max);
+                (to > loops).then_some((info.loops.name, loops, to))
+            }
+        }
+        Direction::Keep | Direction::Unclear => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,6 +70,36 @@ pub struct SiteTally {
     pub context: Option<String>,
 }
 
+/// What a stack of the pprof profile was: an on-CPU sample (spinning or not) or an off-CPU
+/// interval of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum What {
+    /// On CPU, with spinscope's class of the stack (`innodb_spin`, `storage_engine`, ...).
+    OnCpu(&'static str),
+    Off(OffKind),
+}
+
+/// One stack of the pprof profile: its frames, root first, as the table names functions (a
+/// stack with a site ends at the site's function: the wait machinery below it, spin loop,
+/// futex and kernel, is what `what` says), what it was, and its site.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StackKey {
+    pub frames: Vec<String>,
+    pub what: What,
+    /// The site as the table names it (`function <- caller`), when the chain has one.
+    pub site: Option<String>,
+}
+
+/// The values of one stack: on-CPU samples and their periods' sum, off-CPU intervals and
+/// their nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StackValue {
+    pub samples: u64,
+    pub weight: u64,
+    pub intervals: u64,
+    pub off_ns: u64,
+}
+
 /// The result of a join.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Joined {
@@ -94,12 +124,15 @@ pub struct Joined {
     pub last_ns: Option<u64>,
     /// Whether any server event carried a call chain of more than one frame.
     pub call_chains: bool,
+    /// The stacks of the pprof profile (kept only when asked: [`join_with`]).
+    pub stacks: BTreeMap<StackKey, StackValue>,
 }
 
 struct Open {
     start: u64,
     kind: OffKind,
     site: Option<SiteKey>,
+    stack: Option<StackKey>,
 }
 
 /// Per-thread state of a contended acquisition being watched.
@@ -133,6 +166,16 @@ fn is_latch_wait_name(name: &str) -> bool {
 
 /// The join. `pid`: the server; every other process's events only close intervals.
 pub fn join(events: impl Iterator<Item = Event>, pid: u32, code: &mut dyn Code) -> Joined {
+    join_with(events, pid, code, false)
+}
+
+/// The join, keeping every stack with its values for a pprof profile when `stacks`.
+pub fn join_with(
+    events: impl Iterator<Item = Event>,
+    pid: u32,
+    code: &mut dyn Code,
+    stacks: bool,
+) -> Joined {
     let mut st = State {
         j: Joined::default(),
         open: HashMap::new(),
@@ -140,6 +183,7 @@ pub fn join(events: impl Iterator<Item = Event>, pid: u32, code: &mut dyn Code) 
         bare: HashMap::new(),
         names: Names::default(),
         code,
+        stacks,
     };
     for ev in events {
         match &ev.kind {
@@ -204,6 +248,8 @@ struct State<'c> {
     bare: HashMap<u32, Event>,
     names: Names,
     code: &'c mut dyn Code,
+    /// Keep the stacks for pprof.
+    stacks: bool,
 }
 
 impl State<'_> {
@@ -222,18 +268,34 @@ impl State<'_> {
         j.call_chains |= ev.frames.len() > 1;
         j.samples += 1;
         j.weight = j.weight.saturating_add(ev.period);
-        if !is_spin_stack(&ev.frames, self.code) {
+        let class = stack_class(&ev.frames, self.code);
+        if class != Class::InnodbSpin {
             if let Some(e) = self.episode.remove(&ev.tid) {
                 j.sites.entry(e.site).or_default().episodes += 1;
+            }
+            if self.stacks {
+                let key = StackKey {
+                    frames: self.names.chain(&ev.frames, ev.frames.len(), self.code),
+                    what: What::OnCpu(class.id()),
+                    site: None,
+                };
+                self.j.add_sample(key, ev.period);
             }
             return;
         }
         j.spin_samples += 1;
         j.spin_weight = j.spin_weight.saturating_add(ev.period);
-        let (key, ctx) = self
-            .names
-            .site(&ev.frames, self.code)
-            .unwrap_or_else(|| ((NO_SITE.to_string(), None), None));
+        let placed = self.names.site(&ev.frames, self.code);
+        if self.stacks {
+            let key = self.stack_key(
+                &ev.frames,
+                What::OnCpu(Class::InnodbSpin.id()),
+                placed.as_ref(),
+            );
+            self.j.add_sample(key, ev.period);
+        }
+        let j = &mut self.j;
+        let (key, ctx) = placed.unwrap_or_else(|| ((NO_SITE.to_string(), None), None));
         if self.episode.get(&ev.tid).is_some_and(|e| e.site != key) {
             if let Some(e) = self.episode.remove(&ev.tid) {
                 j.sites.entry(e.site).or_default().episodes += 1;
@@ -267,7 +329,12 @@ impl State<'_> {
             return;
         }
         let kind = off_kind(prev_state, &ev.frames);
-        let site = self.names.site(&ev.frames, self.code);
+        let placed = self.names.site(&ev.frames, self.code);
+        let stack = self
+            .stacks
+            .then(|| self.stack_key(&ev.frames, What::Off(kind), placed.as_ref()));
+        let site = placed;
+        let j = &mut self.j;
         let mut counted = false;
         if kind == OffKind::Preempted {
             if let Some(e) = self.episode.get(prev_pid) {
@@ -303,8 +370,36 @@ impl State<'_> {
                 start: ev.time_ns,
                 kind,
                 site: site.map(|s| s.0),
+                stack,
             },
         );
+    }
+
+    /// The pprof stack of a chain: root first, down to the site's function when there is a
+    /// site, else the whole chain.
+    fn stack_key(
+        &mut self,
+        frames: &[Frame],
+        what: What,
+        placed: Option<&(SiteKey, Option<String>)>,
+    ) -> StackKey {
+        let end = match placed {
+            Some(_) => self.names.anchor(frames, self.code).unwrap_or(0),
+            None => 0,
+        };
+        StackKey {
+            frames: self.names.chain(frames, frames.len() - end, self.code),
+            what,
+            site: placed.map(|(k, _)| site_label(k)),
+        }
+    }
+}
+
+/// A site as the table names it: `function <- caller`.
+pub fn site_label(k: &SiteKey) -> String {
+    match &k.1 {
+        Some(c) => format!("{} <- {c}", k.0),
+        None => k.0.clone(),
     }
 }
 
@@ -314,8 +409,19 @@ impl Joined {
         self.last_ns = Some(self.last_ns.map_or(t, |l| l.max(t)));
     }
 
+    fn add_sample(&mut self, key: StackKey, period: u64) {
+        let v = self.stacks.entry(key).or_default();
+        v.samples += 1;
+        v.weight = v.weight.saturating_add(period);
+    }
+
     fn close(&mut self, o: Open, end: u64) {
         let ns = end - o.start;
+        if let Some(k) = o.stack {
+            let v = self.stacks.entry(k).or_default();
+            v.intervals += 1;
+            v.off_ns = v.off_ns.saturating_add(ns);
+        }
         let e = self.off.entry(o.kind).or_default();
         e.0 += 1;
         e.1 = e.1.saturating_add(ns);
@@ -351,8 +457,8 @@ fn frame_name(f: &Frame, leaf: bool, code: &mut dyn Code) -> String {
     }
 }
 
-/// Whether an on-CPU stack is InnoDB spinning (the profile's own classification).
-fn is_spin_stack(frames: &[Frame], code: &mut dyn Code) -> bool {
+/// The profile's own class of an on-CPU stack (InnoDB spinning among them).
+fn stack_class(frames: &[Frame], code: &mut dyn Code) -> Class {
     let names: Vec<String> = frames
         .iter()
         .enumerate()
@@ -360,7 +466,7 @@ fn is_spin_stack(frames: &[Frame], code: &mut dyn Code) -> bool {
         .map(|(i, f)| frame_name(f, i == 0, code))
         .collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    crate::profile::stack_class(&refs) == Class::InnodbSpin
+    crate::profile::stack_class(&refs)
 }
 
 fn off_kind(state: &str, frames: &[Frame]) -> OffKind {
@@ -422,20 +528,37 @@ impl Names {
         n
     }
 
-    /// The site of a chain (leaf first) and the nearest named server frame above it.
-    fn site(&mut self, frames: &[Frame], code: &mut dyn Code) -> Option<(SiteKey, Option<String>)> {
-        let mut it = frames
+    /// The index (leaf first) of a chain's site frame: the first server frame above the wait
+    /// machinery.
+    fn anchor(&mut self, frames: &[Frame], code: &mut dyn Code) -> Option<usize> {
+        frames
             .iter()
             .enumerate()
-            .filter(|(_, f)| is_server_dso(&f.dso));
-        let anchor = it.find(|(i, f)| {
-            let name = frame_name(f, *i == 0, code);
-            !matches!(
-                rules::frame_class(&name),
-                Some(Class::InnodbSpin | Class::OsWait)
-            )
-        });
-        let (ai, a) = anchor?;
+            .filter(|(_, f)| is_server_dso(&f.dso))
+            .find(|(i, f)| {
+                let name = frame_name(f, *i == 0, code);
+                !matches!(
+                    rules::frame_class(&name),
+                    Some(Class::InnodbSpin | Class::OsWait)
+                )
+            })
+            .map(|(i, _)| i)
+    }
+
+    /// The function names of the `n` outermost frames of a chain (leaf first), root first.
+    fn chain(&mut self, frames: &[Frame], n: usize, code: &mut dyn Code) -> Vec<String> {
+        let from = frames.len().saturating_sub(n);
+        frames[from..]
+            .iter()
+            .rev()
+            .map(|f| self.function(f, code))
+            .collect()
+    }
+
+    /// The site of a chain (leaf first) and the nearest named server frame above it.
+    fn site(&mut self, frames: &[Frame], code: &mut dyn Code) -> Option<(SiteKey, Option<String>)> {
+        let ai = self.anchor(frames, code)?;
+        let a = &frames[ai];
         let caller = frames[ai + 1..].iter().find(|f| is_server_dso(&f.dso));
         let context = frames[ai..]
             .iter()

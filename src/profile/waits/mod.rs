@@ -7,7 +7,9 @@
 
 pub mod advice;
 pub mod functions;
+pub mod identity;
 pub mod join;
+pub mod pprof;
 pub mod record;
 pub mod render;
 pub mod script;
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use advice::{Advice, Direction, Figures};
+pub use identity::WaitServer;
 use join::{Code, Joined, OffKind};
 
 pub const SCHEMA: &str = "spinscope.profile-waits/1";
@@ -127,6 +130,10 @@ pub struct WaitDoc {
     pub source: WaitSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostCheck>,
+    /// The recorded server process (live recordings; absent from a perf script's document):
+    /// what doctor and tune compare with the server before they use the advice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<WaitServer>,
     /// The server's on-CPU samples and their CPU seconds per second, of which spinning.
     pub samples: u64,
     pub cpu_seconds_per_s: f64,
@@ -161,6 +168,17 @@ pub struct Build {
     pub frequency_hz: Option<u32>,
     pub off_cpu_method: String,
     pub cost: Option<CostCheck>,
+    /// The recorded process (live recordings).
+    pub server: Option<WaitServer>,
+    /// Also build the pprof profile of the recording (`--pprof`).
+    pub pprof: bool,
+}
+
+/// A document and, when asked, its pprof profile.
+#[derive(Debug, Clone)]
+pub struct Analysed {
+    pub doc: WaitDoc,
+    pub pprof: Option<crate::profile::pprof::Profile>,
 }
 
 fn quantile(sorted: &[u64], q: f64) -> f64 {
@@ -222,8 +240,16 @@ fn ns_event(name: Option<&str>) -> bool {
     name.is_some_and(|e| e.starts_with("cpu-clock") || e.starts_with("task-clock"))
 }
 
-/// The document of a join.
-pub fn build(j: Joined, b: Build) -> WaitDoc {
+/// The document of a join, and its pprof profile when `b.pprof` asks for one.
+pub fn build(mut j: Joined, b: Build) -> Analysed {
+    let stacks = std::mem::take(&mut j.stacks);
+    let want_pprof = b.pprof;
+    let doc = document(j, b);
+    let pprof = want_pprof.then(|| pprof::build(&stacks, &doc));
+    Analysed { doc, pprof }
+}
+
+fn document(j: Joined, b: Build) -> WaitDoc {
     let seconds = b.seconds.unwrap_or_else(|| match (j.first_ns, j.last_ns) {
         (Some(f), Some(l)) if l > f => (l - f) as f64 / 1e9,
         _ => 0.0,
@@ -364,6 +390,7 @@ pub fn build(j: Joined, b: Build) -> WaitDoc {
             off_cpu_method: b.off_cpu_method,
         },
         cost: b.cost,
+        server: b.server,
         samples: j.samples,
         cpu_seconds_per_s: cpu(j.samples, j.weight),
         spin_samples: j.spin_samples,
@@ -397,6 +424,29 @@ fn headline(f: &Figures, d: Direction, top: Option<&Site>) -> String {
         f.spin_cpu,
         f.sleeps_per_s
     )
+}
+
+/// A saved `profile --waits --json` document (`flag` names the input in messages): refused in
+/// one line when it cannot be read, is not JSON, or is another kind of document.
+pub fn load(path: &std::path::Path, flag: &str) -> Result<WaitDoc> {
+    let text = crate::files::read_capped(path, crate::files::JSON_INPUT_CAP, flag)?;
+    let how = "save one with `spinscope profile --waits --json --pid PID > FILE`";
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Error::bad_input(format!("{flag} {}: not JSON ({e}): {how}", path.display()))
+    })?;
+    let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("none");
+    if schema != SCHEMA {
+        return Err(Error::bad_input(format!(
+            "{flag} {}: a document of schema {schema}, not {SCHEMA}: {how}",
+            path.display()
+        )));
+    }
+    serde_json::from_value(v).map_err(|e| {
+        Error::bad_input(format!(
+            "{flag} {}: a {SCHEMA} document with a field spinscope cannot read ({e}): {how}",
+            path.display()
+        ))
+    })
 }
 
 /// `function <- caller (in context)`.
@@ -453,12 +503,12 @@ impl Code for Binaries {
     }
 }
 
-/// Read a wait recording's `perf script` text and build its document (`input` names it in
-/// messages).
-pub fn analyse_reader<R: BufRead>(r: R, input: &str, max_bytes: u64, b: Build) -> Result<WaitDoc> {
+/// Read a wait recording's `perf script` text and build its document, and its pprof profile
+/// when `b.pprof` (`input` names it in messages).
+pub fn analyse_reader<R: BufRead>(r: R, input: &str, max_bytes: u64, b: Build) -> Result<Analysed> {
     let mut events = script::Events::new(r, max_bytes);
     let mut code = Binaries::default();
-    let j = join::join(&mut events, b.pid, &mut code);
+    let j = join::join_with(&mut events, b.pid, &mut code, b.pprof);
     match events.error.take() {
         Some(script::ReadError::Io(e)) => {
             return Err(Error::bad_input(format!("{input}: reading failed ({e})")))
@@ -522,8 +572,12 @@ mod tests {
             frequency_hz: None,
             off_cpu_method: "sched:sched_switch".into(),
             cost: None,
+            server: None,
+            pprof: false,
         };
-        let d = analyse_reader(std::io::BufReader::new(f), "fixture", u64::MAX, b).unwrap();
+        let d = analyse_reader(std::io::BufReader::new(f), "fixture", u64::MAX, b)
+            .unwrap()
+            .doc;
         // Two threads' events over 30 ms: latch sleeps that end inside it, at a site.
         assert!(
             d.latch_sleeps > 0 && d.latch_sleep_seconds_per_s > 0.0,
@@ -546,6 +600,8 @@ mod tests {
                 frequency_hz: None,
                 off_cpu_method: String::new(),
                 cost: None,
+                server: None,
+                pprof: false,
             },
         );
         assert!(matches!(other, Err(Error::BadInput(_))));

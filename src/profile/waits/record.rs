@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{analyse_reader, Build, CostCheck, WaitDoc};
+use super::{analyse_reader, Analysed, Build, CostCheck};
 use crate::error::{Error, Result};
 use crate::profile::collect;
 
@@ -242,6 +242,8 @@ pub struct Live {
     pub frequency_hz: u32,
     pub max_cost_pct: f64,
     pub max_input_bytes: u64,
+    /// Also build the pprof profile (`--pprof`).
+    pub pprof: bool,
 }
 
 /// The cost check before a recording: the switch rate and idle CPUs over [`PRECHECK`] and
@@ -252,8 +254,9 @@ pub fn check(live: &Live) -> Result<CostCheck> {
     decide(seen, cpus, live.max_cost_pct)
 }
 
-/// Record `live` (after its cost check `cost`) and build the document.
-pub fn record(live: &Live, cost: CostCheck) -> Result<WaitDoc> {
+/// Record `live` (after its cost check `cost`) and build the document (and its pprof
+/// profile when asked). The process's identity is read before the recording, while it runs.
+pub fn record(live: &Live, cost: CostCheck) -> Result<Analysed> {
     let comms = thread_comms(live.pid);
     if comms.is_empty() {
         return Err(Error::bad_input(format!(
@@ -261,6 +264,7 @@ pub fn record(live: &Live, cost: CostCheck) -> Result<WaitDoc> {
             live.pid
         )));
     }
+    let mut server = super::identity::of_process(live.pid);
     let rec = record_args(live.frequency_hz, &comms);
     let script: Vec<String> = vec!["-F".into(), SCRIPT_FIELDS.into()];
     let b = Build {
@@ -272,15 +276,20 @@ pub fn record(live: &Live, cost: CostCheck) -> Result<WaitDoc> {
         frequency_hz: Some(live.frequency_hz),
         off_cpu_method: METHOD.into(),
         cost: Some(cost),
+        server: None,
+        pprof: live.pprof,
     };
-    collect::record_to_file_args(
+    let mut a = collect::record_to_file_args(
         live.pid,
         live.seconds,
         &rec,
         &script,
         live.max_input_bytes,
         |r| analyse_reader(r, "perf script output", live.max_input_bytes, b),
-    )
+    )?;
+    server.recorded_at_unix_s = super::identity::now_unix_s();
+    a.doc.server = Some(server);
+    Ok(a)
 }
 
 #[cfg(test)]
