@@ -146,15 +146,6 @@ pub fn kinds() -> Vec<&'static dyn Kind> {
     ]
 }
 
-/// `sweep run --html`: one sweep document as a self-contained page, built by the one page
-/// builder ([`html`]) from the sweep's report section (charts, knee, USL, A/B verdicts, steps).
-pub fn sweep_page(d: &crate::doc::sweep::SweepDoc) -> String {
-    html(&[Input::Section {
-        source: "sweep run".into(),
-        section: sweep::section(d),
-    }])
-}
-
 /// The result of reading one input (a page holds a handful: the size difference is no cost).
 #[allow(clippy::large_enum_variant)]
 pub enum Input {

@@ -247,12 +247,17 @@ fn windows(iv: &[IntervalReport]) -> Vec<super::noise::Windows> {
 mod tests {
     use super::*;
 
-    fn interval(start: f64, requests: u64, p99_us: f64) -> serde_json::Value {
+    /// One interval line; `p99_us` None: no request answered (both times null, as rt writes).
+    fn interval(kind: &str, start: f64, requests: u64, p99_us: Option<f64>) -> serde_json::Value {
+        let times = |p50: f64| {
+            p99_us.map_or(serde_json::Value::Null, |p| {
+                serde_json::json!({"p50_us": p50, "p95_us": p, "p99_us": p, "p999_us": p, "max_us": p})
+            })
+        };
         serde_json::json!({
-            "schema": "spinscope.rt/1", "kind": "interval", "start_unix_s": start, "interval_s": 1.0,
+            "schema": "spinscope.rt/1", "kind": kind, "start_unix_s": start, "interval_s": 1.0,
             "requests": requests, "rate_per_s": requests as f64, "errors": 0, "no_response": 0, "abandoned": 0,
-            "ttfb_us": {"p50_us": 100.0, "p95_us": 200.0, "p99_us": p99_us, "p999_us": p99_us, "max_us": p99_us},
-            "ttlb_us": {"p50_us": 150.0, "p95_us": 300.0, "p99_us": p99_us, "p999_us": p99_us, "max_us": p99_us},
+            "ttfb_us": times(100.0), "ttlb_us": times(150.0),
             "by_command": [], "top_statements": [],
             "capture": {"received": 10, "dropped": 0, "if_dropped": 0}, "valid": true
         })
@@ -270,7 +275,9 @@ mod tests {
 
     #[test]
     fn a_lone_window_says_it_has_no_noise_estimate() {
-        let sec = Rt.section(&interval(1.0, 500, 2350.0), "rt.json").unwrap();
+        let sec = Rt
+            .section(&interval("interval", 1.0, 500, Some(2350.0)), "rt.json")
+            .unwrap();
         let p = para_with(&sec, "One window");
         assert!(
             p.contains("One window of 1 s") && p.contains("no noise estimate"),
@@ -285,10 +292,9 @@ mod tests {
     #[test]
     fn a_run_of_windows_shows_the_spread_of_its_numbers() {
         let iv: Vec<_> = (0..4)
-            .map(|i| interval(i as f64, 100 + i, 1000.0 * (i + 1) as f64))
+            .map(|i| interval("interval", i as f64, 100 + i, Some(1000.0 * (i + 1) as f64)))
             .collect();
-        let mut total = interval(0.0, 406, 4000.0);
-        total["kind"] = "total".into();
+        let total = interval("total", 0.0, 406, Some(4000.0));
         let doc = serde_json::json!({"schema": "spinscope.rt/1", "kind": "lines", "intervals": iv, "total": total});
         let sec = Rt.section(&doc, "rt.jsonl").unwrap();
         let p = para_with(&sec, "Over the windows");
@@ -301,9 +307,7 @@ mod tests {
 
     #[test]
     fn a_total_without_response_times_is_left_out() {
-        let mut doc = interval(1.0, 0, 0.0);
-        doc["ttlb_us"] = serde_json::Value::Null;
-        doc["ttfb_us"] = serde_json::Value::Null;
+        let doc = interval("interval", 1.0, 0, None);
         let e = Rt.section(&doc, "rt.json").unwrap_err();
         assert!(e.contains("no \"total\" with response times"), "{e}");
     }

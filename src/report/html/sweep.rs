@@ -18,7 +18,7 @@ impl Kind for Sweep {
     }
 }
 
-/// The section of a typed sweep document (also the whole of `sweep run --html`'s page).
+/// The section of a typed sweep document.
 pub fn section(d: &SweepDoc) -> Section {
     let mut summary = Vec::new();
     let mut rows = Vec::new();
