@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod change;
 pub mod cli;
 pub mod cpu;
+pub mod doc;
 pub mod doctor;
 pub mod error;
 pub mod files;

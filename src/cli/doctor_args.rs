@@ -148,7 +148,7 @@ fn width_from(columns: Option<&str>, tty: Option<usize>) -> usize {
 /// The report as asked: Markdown, or text wrapped to the terminal.
 pub(crate) fn render(doc: &crate::doctor::DoctorDoc, markdown: bool) -> String {
     if markdown {
-        crate::doctor::render::markdown(doc)
+        crate::report::doctor_md::markdown(doc)
     } else {
         crate::doctor::render::text(doc, text_width())
     }

@@ -55,7 +55,7 @@ pub fn run(a: ReportArgs) -> Result<i32> {
             .collect();
         crate::files::refuse_same(&ins, &[("--out", out)])?;
     }
-    let inputs = html::load_all(&a.inputs);
+    let inputs = html::load_all(&a.inputs, &diagnose);
     if !inputs
         .iter()
         .any(|i| matches!(i, html::Input::Section { .. }))
@@ -107,6 +107,19 @@ pub fn run(a: ReportArgs) -> Result<i32> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// A snapshot among the inputs is diagnosed here, as `doctor --snapshot` would, and handed to
+/// the report as a doctor document: the renderer runs no engine. Its time is the capture's.
+fn diagnose(
+    file: &Path,
+    source: &str,
+) -> std::result::Result<(crate::doctor::DoctorDoc, Option<f64>), String> {
+    let snap = crate::server::snapshot::Snapshot::load(file)
+        .map_err(|e| format!("snapshot not read: {e}"))?;
+    let time = Some(snap.captured_at_unix_s as f64).filter(|t| *t > 0.0);
+    let facts = crate::doctor::Facts::from_snapshot(snap);
+    Ok((crate::doctor::build_doc(source, &facts), time))
 }
 
 /// `report.md` -> `report-files/` beside it.

@@ -1,5 +1,6 @@
 //! The human report: the verdict, then each finding's cause and fix before its evidence,
-//! wrapped to the terminal; or Markdown.
+//! wrapped to the terminal. (The Markdown report is `report::doctor_md`, through the one
+//! Markdown writer.)
 
 use super::burst::{BurstStats, ProcStats};
 use super::{DoctorDoc, Finding, Severity};
@@ -130,8 +131,9 @@ fn items(s: &mut String, items: &[String], first: &str, rest: &str, width: usize
     }
 }
 
-/// The facts under the title: version, sampler, rt, host, CPU, counters and notes.
-fn facts_lines(d: &DoctorDoc) -> String {
+/// The facts under the title: version, sampler, rt, host, CPU, counters and notes (also the
+/// Markdown report's list, `report::doctor_md`).
+pub fn facts_lines(d: &DoctorDoc) -> String {
     let mut s = String::new();
     s.push_str(&format!("version {}; source {}\n", d.version, d.source));
     if let Some(sem) = &d.semaphores {
@@ -299,92 +301,5 @@ fn finding_text(f: &Finding, width: usize) -> String {
         items(&mut s, &e, "  evidence: ", "    ", width);
     }
     s.push('\n');
-    s
-}
-
-/// A table cell or inline text: pipes escaped, lines joined.
-fn cell(t: &str) -> String {
-    t.replace('|', "\\|").replace('\n', " ")
-}
-
-/// The Markdown report: the facts as a list, then per severity a heading, and per finding a
-/// heading with its evidence (a table), why, what to do, and the statements and option-file
-/// lines as code blocks, each its own part.
-pub fn markdown(d: &DoctorDoc) -> String {
-    let mut s = format!(
-        "# spinscope doctor: {} ({})
-
-",
-        cell(&d.server),
-        cell(&d.target)
-    );
-    // The facts: the plain report's lines (unwrapped), one list item each; rt has its section.
-    let facts = facts_lines(&DoctorDoc {
-        rt: None,
-        ..d.clone()
-    });
-    for l in facts.lines().filter(|l| !l.is_empty()) {
-        s.push_str(&format!("- {}\n", cell(l)));
-    }
-    s.push('\n');
-    if let Some(r) = &d.rt {
-        s.push_str("## Response time (rt)\n\n");
-        for l in super::rt::headline(r) {
-            s.push_str(&format!("- {}\n", cell(l.trim())));
-        }
-        s.push('\n');
-        if r.unavailable.is_none() && !r.rows.is_empty() {
-            let (head, rows) = super::rt::table(r);
-            s.push_str(&format!("| {} |\n", head.join(" | ")));
-            s.push_str(&format!("|{}\n", "---:|".repeat(head.len())));
-            for row in rows {
-                s.push_str(&format!("| {} |\n", row.join(" | ")));
-            }
-            s.push('\n');
-        }
-    }
-    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
-        let group: Vec<_> = d.findings.iter().filter(|f| f.severity == sev).collect();
-        if group.is_empty() {
-            continue;
-        }
-        s.push_str(&format!(
-            "## {} ({})\n\n",
-            sev.name().to_uppercase(),
-            group.len()
-        ));
-        for f in group {
-            s.push_str(&format!("### `{}` {}\n\n", f.id, cell(&f.title)));
-            if !f.evidence.is_empty() {
-                s.push_str("**Evidence**\n\n| measure | value | unit |\n|---|---:|---|\n");
-                for e in &f.evidence {
-                    s.push_str(&format!(
-                        "| {} | {} | {} |\n",
-                        cell(&e.name),
-                        num(e.value),
-                        cell(&e.unit)
-                    ));
-                }
-                s.push('\n');
-            }
-            s.push_str(&format!("**Why.** {}\n\n", f.why.trim()));
-            s.push_str(&format!("**Do.** {}\n\n", f.what_to_do.trim()));
-            if !f.statements.is_empty() {
-                s.push_str(&format!(
-                    "**Run:**\n\n```sql\n{}\n```\n\n",
-                    f.statements.join("\n")
-                ));
-            }
-            if !f.option_file.is_empty() {
-                s.push_str(&format!(
-                    "**Option file:**\n\n```ini\n[mysqld]\n{}\n```\n\n",
-                    f.option_file.join("\n")
-                ));
-            }
-        }
-    }
-    if d.findings.is_empty() {
-        s.push_str("No findings.\n");
-    }
     s
 }

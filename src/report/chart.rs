@@ -11,6 +11,8 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::report::esc;
+
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -330,13 +332,6 @@ fn cross<'a>(area: &Area<'a>, at: (i32, i32)) -> Result<(), String> {
             + PathElement::new(vec![(-r, r), (r, -r)], st)),
     )
     .map_err(|e| e.to_string())
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Draw a chart as an SVG document. Non-finite points are skipped; an empty chart still

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::analysis::usl::usl_x;
 use crate::report::chart::{render, Chart, Mark, Series, Style, Unit};
+use crate::report::esc;
 use crate::report::sweep::{step_label, StepDoc, SweepDoc};
 
 /// A USL fit explaining less of the measured throughput than this is not drawn (nor used).
@@ -34,12 +35,6 @@ fn invalid_marks(doc: &SweepDoc, y: impl Fn(&StepDoc) -> f64) -> Vec<Mark> {
             })
         })
         .collect()
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn median(v: &[f64]) -> Option<f64> {

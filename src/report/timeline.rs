@@ -62,7 +62,7 @@ pub fn render(t: &Timeline) -> String {
     if let Err(e) = draw(t, &panels, &mut svg, h) {
         return format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"60\"><text x=\"10\" y=\"30\" font-family=\"{FONT}\">timeline not drawn: {}</text></svg>\n",
-            e.replace('&', "&amp;").replace('<', "&lt;")
+            crate::report::esc(&e)
         );
     }
     if !svg.ends_with('\n') {

@@ -112,6 +112,51 @@ pub struct IntervalReport {
     pub server: Option<super::follow::Followed>,
 }
 
+/// Totals of the protocol tracker over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrackerTotals {
+    pub segments: u64,
+    pub connections_seen: u64,
+    pub handshakes: u64,
+    pub encrypted_connections: u64,
+    pub compressed_connections: u64,
+    /// Joined mid-stream and not readable as commands (compressed or cut): timed by
+    /// direction, command unknown.
+    #[serde(default)]
+    pub unreadable_connections: u64,
+    pub resyncs: u64,
+}
+
+/// The whole run: `--save` writes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schema: String,
+    /// Always `run`.
+    pub kind: String,
+    /// The interface (or file) read.
+    pub source: String,
+    pub ports: Vec<u16>,
+    pub filter: String,
+    pub intervals: Vec<IntervalReport>,
+    pub total: IntervalReport,
+    pub tracker: TrackerTotals,
+    /// The server rt followed (`--pid`, connection flags), as found before the capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::follow::Followed>,
+    /// A file that ended early or was damaged: where, and libpcap's words. Everything before
+    /// it is in the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+}
+
+/// Where a capture file stops being readable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Truncation {
+    /// Packets read whole before it.
+    pub after_packets: u64,
+    pub why: String,
+}
+
 /// An interval's answered requests counted into fixed time-to-last-byte buckets, for a
 /// Prometheus histogram (`watch`'s `spinscope_watch_rt_seconds`). The counts are exact, taken
 /// as each exchange is recorded, not read back off the HdrHistogram's rounded values.

@@ -7,6 +7,7 @@
 //! of 64 bytes, plus one capture's copy while it is written; nothing grows with the run time.
 
 pub mod capture;
+pub mod doc;
 pub mod ledger;
 pub mod metrics;
 pub mod osstat;

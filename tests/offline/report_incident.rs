@@ -88,7 +88,7 @@ fn rt_lines(dir: &Path) -> PathBuf {
 }
 
 /// A doctor-fleet document of two servers, from the incident's two doctor documents (the
-/// shape `doctor --inventory --json` writes; src/fleet.rs).
+/// shape `doctor --inventory --json` writes; src/fleet/doc.rs).
 fn fleet(dir: &Path) -> PathBuf {
     let doc = |n: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(fixture(n)).unwrap()).unwrap()

@@ -1,71 +1,28 @@
 //! `spinscope.profile-diff/1`: two profiles as shares of their own totals; per class and per
-//! function the share before, after and the change; the differential flame graph (inferno's
-//! differential mode, drawn from the document's stacks: red grew, blue shrank, widths are the
-//! after profile).
+//! function the share before, after and the change; the differential flame graph (the one
+//! `profile --diff --svg` draws, `profile::svg::differential`, from the document's stacks: red
+//! grew, blue shrank, widths are the after profile).
 
 use serde_json::Value;
 
-use super::{cell, command, Block, Kind, Section};
+use super::{cell, typed, Block, Kind, Section};
+use crate::doc::profile::ProfileDiff as DiffDoc;
 
 pub struct ProfileDiff;
 
 /// A share as percent; a change as signed share points.
-fn pct(v: &Value) -> String {
-    v.as_f64()
-        .map_or("-".into(), |f| format!("{:.1}%", f * 100.0))
+fn pct(f: f64) -> String {
+    format!("{:.1}%", f * 100.0)
 }
-fn pts(v: &Value) -> String {
-    v.as_f64()
-        .map_or("-".into(), |f| format!("{:+.1} pts", f * 100.0))
+fn pts(f: f64) -> String {
+    format!("{:+.1} pts", f * 100.0)
 }
 
-fn rows(list: &Value, name: &str, extra: Option<&str>, max: usize) -> Vec<Vec<String>> {
-    list.as_array()
-        .into_iter()
-        .flatten()
-        .take(max)
-        .map(|r| {
-            let mut v = vec![cell(&r[name])];
-            if let Some(k) = extra {
-                v.push(cell(&r[k]));
-            }
-            v.extend([
-                pct(&r["before_share"]),
-                pct(&r["after_share"]),
-                pts(&r["change"]),
-            ]);
-            v
-        })
-        .collect()
-}
-
-/// The differential flame graph of the document's stacks (shares scaled to integer counts).
-pub fn differential_svg(doc: &Value) -> Option<Result<String, String>> {
-    let stacks = doc["stacks"].as_array().filter(|s| !s.is_empty())?;
-    let n = |v: &Value| (v.as_f64().unwrap_or(0.0).max(0.0) * 1e6).round() as u64;
-    let mut lines: Vec<String> = stacks
-        .iter()
-        .filter_map(|s| {
-            let st = s["stack"].as_str()?;
-            Some(format!(
-                "{st} {} {}",
-                n(&s["before_share"]),
-                n(&s["after_share"])
-            ))
-        })
-        .collect();
-    lines.sort();
-    let mut opts = inferno::flamegraph::Options::default();
-    opts.title = "differential flame graph: red grew, blue shrank (widths: after)".into();
-    opts.deterministic = true;
-    opts.image_width = Some(1200);
-    opts.count_name = "millionths of the profile".into();
-    let mut out = Vec::new();
-    Some(
-        inferno::flamegraph::from_lines(&mut opts, lines.iter().map(|s| s.as_str()), &mut out)
-            .map_err(|e| e.to_string())
-            .and_then(|_| String::from_utf8(out).map_err(|e| e.to_string())),
-    )
+/// One table row: its name cells, then before, after and the change.
+fn row(names: Vec<String>, before: f64, after: f64, change: f64) -> Vec<String> {
+    let mut v = names;
+    v.extend([pct(before), pct(after), pts(change)]);
+    v
 }
 
 impl Kind for ProfileDiff {
@@ -73,17 +30,15 @@ impl Kind for ProfileDiff {
         "spinscope.profile-diff/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        doc.get("classes")
-            .and_then(Value::as_array)
-            .ok_or("no \"classes\" list")?;
-        let (b, a) = (cell(&doc["before"]["name"]), cell(&doc["after"]["name"]));
-        let valid = doc["valid"].as_bool().unwrap_or(false);
+        let d: DiffDoc = typed(doc)?;
+        let (b, a) = (cell(&d.before.name), cell(&d.after.name));
+        let valid = d.valid;
         let mut blocks = vec![Block::Para(format!(
             "Before (baseline): {b}, {} {}. After: {a}, {} {}. Each is a share of its own total; a change is after minus before in share points.",
-            cell(&doc["before"]["weight"]),
-            cell(&doc["before"]["weight_unit"]),
-            cell(&doc["after"]["weight"]),
-            cell(&doc["after"]["weight_unit"]),
+            cell(&d.before.weight),
+            cell(&d.before.weight_unit),
+            cell(&d.after.weight),
+            cell(&d.after.weight_unit),
         ))];
         if !valid {
             blocks.push(Block::Para(
@@ -101,45 +56,70 @@ impl Kind for ProfileDiff {
         };
         blocks.push(Block::Table(
             head("class", false),
-            rows(&doc["classes"], "label", None, 20),
+            d.classes
+                .iter()
+                .take(20)
+                .map(|r| {
+                    row(
+                        vec![cell(&r.label)],
+                        r.before_share,
+                        r.after_share,
+                        r.change,
+                    )
+                })
+                .collect(),
         ));
         blocks.push(Block::Table(
             head("function", true),
-            rows(&doc["functions"], "function", Some("class"), 15),
+            d.functions
+                .iter()
+                .take(15)
+                .map(|r| {
+                    row(
+                        vec![cell(&r.function), cell(&r.class)],
+                        r.before_share,
+                        r.after_share,
+                        r.change,
+                    )
+                })
+                .collect(),
         ));
         let mut picture = None;
-        match differential_svg(doc) {
-            Some(Ok(svg)) => {
-                let b = Block::Svg { name: "differential flame graph".into(), svg };
-                picture = Some(b.clone());
-                blocks.push(b);
+        if d.stacks.is_empty() {
+            blocks.push(Block::Para("No stacks in the document (profile JSON inputs keep classes only): no differential flame graph.".into()));
+        } else {
+            let title = "differential flame graph: red grew, blue shrank (widths: after)";
+            match crate::profile::svg::differential(&d.stacks, title) {
+                Ok(svg) => {
+                    let b = Block::Svg {
+                        name: "differential flame graph".into(),
+                        svg,
+                    };
+                    picture = Some(b.clone());
+                    blocks.push(b);
+                }
+                Err(e) => blocks.push(Block::Para(format!(
+                    "differential flame graph not drawn: {e}"
+                ))),
             }
-            Some(Err(e)) => blocks.push(Block::Para(format!("differential flame graph not drawn: {e}"))),
-            None => blocks.push(Block::Para("No stacks in the document (profile JSON inputs keep classes only): no differential flame graph.".into())),
         }
-        if let Some(n) = doc["notes"].as_array().filter(|n| !n.is_empty()) {
-            blocks.push(Block::List(n.iter().map(cell).collect()));
+        if !d.notes.is_empty() {
+            blocks.push(Block::List(d.notes.clone()));
         }
-        blocks.extend(command(doc));
-        let fall = doc["classes"].as_array().and_then(|c| {
-            c.iter()
-                .filter(|r| r["change"].as_f64().is_some_and(|x| x < 0.0))
-                .min_by(|x, y| {
-                    x["change"]
-                        .as_f64()
-                        .unwrap_or(0.0)
-                        .total_cmp(&y["change"].as_f64().unwrap_or(0.0))
-                })
-        });
+        let fall = d
+            .classes
+            .iter()
+            .filter(|r| r.change < 0.0)
+            .min_by(|x, y| x.change.total_cmp(&y.change));
         let summary = match (valid, fall) {
             (true, Some(f)) => vec![(
                 2,
                 format!(
                     "Profile diff ({b} -> {a}): {} fell from {} to {} of the CPU ({}).",
-                    cell(&f["label"]),
-                    pct(&f["before_share"]),
-                    pct(&f["after_share"]),
-                    pts(&f["change"])
+                    cell(&f.label),
+                    pct(f.before_share),
+                    pct(f.after_share),
+                    pts(f.change)
                 ),
             )],
             _ => vec![],
@@ -152,5 +132,63 @@ impl Kind for ProfileDiff {
         );
         sec.picture = picture;
         Ok(sec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report draws the differential flame graph `profile --diff --svg` draws: one
+    /// implementation, red for a stack that grew and blue for one that shrank.
+    #[test]
+    fn the_report_draws_the_one_differential_flame_graph() {
+        let doc = serde_json::json!({
+            "schema": "spinscope.profile-diff/1",
+            "before": {"name": "a.txt", "format": "perf-script", "samples": 1000, "weight": 1000, "weight_unit": "samples", "event": null, "stacks": 2, "call_chains": true, "too_few_samples": false},
+            "after": {"name": "b.txt", "format": "perf-script", "samples": 1000, "weight": 1000, "weight_unit": "samples", "event": null, "stacks": 2, "call_chains": true, "too_few_samples": false},
+            "classes": [{"class": "spin", "label": "InnoDB spin", "before_share": 0.6, "after_share": 0.1, "change": -0.5, "noise_95": 0.03}],
+            "functions": [],
+            "stacks": [
+                {"stack": "mysqld;ut_delay", "before_share": 0.6, "after_share": 0.1, "change": -0.5},
+                {"stack": "mysqld;do_command", "before_share": 0.4, "after_share": 0.9, "change": 0.5}
+            ],
+            "totals": {"functions": 0, "functions_shown": 0, "stacks": 2, "stacks_shown": 2, "moved_share": 0.5},
+            "largest_fall": "InnoDB spin", "largest_rise": null, "valid": true, "notes": []
+        });
+        let sec = ProfileDiff.section(&doc, "d.json").unwrap();
+        let Some(Block::Svg { svg, .. }) = &sec.picture else {
+            panic!("no flame graph: {:?}", sec.blocks);
+        };
+        let d: DiffDoc = serde_json::from_value(doc).unwrap();
+        let cli = crate::profile::svg::differential(
+            &d.stacks,
+            "differential flame graph: red grew, blue shrank (widths: after)",
+        )
+        .unwrap();
+        assert_eq!(*svg, cli, "the report and the CLI draw the same graph");
+        assert!(
+            svg.contains("ut_delay") && svg.contains("do_command"),
+            "{svg}"
+        );
+        // inferno's differential colours: a frame that shrank is blue, one that grew red.
+        let rgb = |name: &str| -> Vec<u32> {
+            let at = svg.find(&format!("<title>{name} (")).expect(name);
+            let fill = &svg[at..][svg[at..].find("fill=\"rgb(").expect("a fill") + 10..];
+            fill[..fill.find(')').unwrap()]
+                .split(',')
+                .map(|x| x.trim().parse().unwrap())
+                .collect()
+        };
+        let (shrank, grew) = (rgb("ut_delay"), rgb("do_command"));
+        assert!(shrank[2] == 255 && shrank[0] < 255, "ut_delay {shrank:?}");
+        assert!(grew[0] == 255 && grew[2] < 255, "do_command {grew:?}");
+        assert!(
+            sec.summary[0]
+                .1
+                .contains("InnoDB spin fell from 60.0% to 10.0%"),
+            "{:?}",
+            sec.summary
+        );
     }
 }

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{cell, Block, Kind, Section};
+use super::{cell, typed, Block, Kind, Section};
+use crate::doc::fleet::FleetDoc;
 
 pub struct Fleet;
 
@@ -12,21 +13,22 @@ impl Kind for Fleet {
         "spinscope.doctor-fleet/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        let servers = doc["servers"].as_array().ok_or("no \"servers\" list")?;
-        let rows = servers
+        let d: FleetDoc = typed(doc)?;
+        let rows = d
+            .servers
             .iter()
             .map(|r| {
-                let s = &r["summary"];
+                let s = r.summary.as_ref();
                 vec![
-                    cell(&r["name"]),
-                    cell(&r["target"]),
-                    cell(&s["worst_severity"]),
-                    r["error"].as_str().map_or_else(
-                        || cell(&s["worst_finding"]),
+                    cell(&r.name),
+                    cell(&r.target),
+                    cell(&s.and_then(|s| s.worst_severity)),
+                    r.error.as_ref().map_or_else(
+                        || cell(&s.and_then(|s| s.worst_finding.clone())),
                         |e| format!("not diagnosed: {e}"),
                     ),
-                    cell(&s["design_ratio"]),
-                    cell(&s["threads_running_p99"]),
+                    cell(&s.and_then(|s| s.design_ratio)),
+                    cell(&s.and_then(|s| s.threads_running_p99)),
                 ]
             })
             .collect();
@@ -45,8 +47,8 @@ impl Kind for Fleet {
         )];
         let title = format!(
             "Fleet: {} servers diagnosed, {} failed",
-            cell(&doc["diagnosed"]),
-            cell(&doc["failed"])
+            cell(&d.diagnosed),
+            cell(&d.failed)
         );
         Ok(Section::new("fleet", title, Vec::new(), blocks))
     }

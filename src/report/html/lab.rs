@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::{command, Block, Kind, Section};
-use crate::lab::doc::LabDoc;
+use super::{typed, Block, Kind, Section};
+use crate::doc::lab::LabDoc;
 
 pub struct Lab;
 
@@ -12,7 +12,7 @@ impl Kind for Lab {
         "spinscope.lab/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        let d: LabDoc = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+        let d: LabDoc = typed(doc)?;
         let fmt = |s: &Option<crate::analysis::stats::Summary>, f: fn(f64) -> String| {
             s.as_ref().map_or("-".into(), |s| f(s.median))
         };
@@ -46,7 +46,6 @@ impl Kind for Lab {
         for (name, svg) in crate::report::lab::charts(&d) {
             blocks.push(Block::Svg { name, svg });
         }
-        blocks.extend(command(doc));
         let latches = d.plan.latches.len();
         Ok(Section::new(
             "lab",

@@ -25,7 +25,7 @@ mod spin;
 mod sweep;
 mod tune;
 
-pub use load::{load, load_all};
+pub use load::{load, load_all, Diagnose};
 pub use page::{html, markdown, Markdown};
 
 use serde_json::Value;
@@ -123,7 +123,8 @@ impl Section {
 pub trait Kind: Sync {
     /// The schema prefix without the version, e.g. `spinscope.probe/`.
     fn schema(&self) -> &'static str;
-    /// The section of a document (`source` names the input). Err says why it is left out.
+    /// The section of a document (`source` names the input): the kind reads it into its type
+    /// (`crate::doc`, through [`typed`]) and renders from that. Err says why it is left out.
     fn section(&self, doc: &Value, source: &str) -> Result<Section, String>;
 }
 
@@ -152,85 +153,99 @@ pub enum Input {
     Skipped { source: String, why: String },
 }
 
-/// Escape text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
+/// The one HTML escaper (text and attribute values).
+pub use crate::report::esc;
+
+/// The one Markdown escaper (`report::markdown`, the one Markdown writer).
+pub use crate::report::markdown::escape as md;
+
+/// Text of a document's value for a table cell: a fraction through `fmt_num`, a whole number
+/// as it is, text as it is, a missing value (`None`) as "-".
+pub trait Cell {
+    fn cell(&self) -> String;
 }
 
-/// Escape text for Markdown (a table cell, list item or paragraph): the characters CommonMark
-/// would read as markup get a backslash, so the text renders as itself with no HTML entity and
-/// no raw HTML; line breaks become spaces.
-pub fn md(s: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let mut o = String::with_capacity(s.len() + 8);
-    for (i, &c) in chars.iter().enumerate() {
-        let word = |j: Option<usize>| {
-            j.and_then(|j| chars.get(j))
-                .is_some_and(|c| c.is_alphanumeric())
-        };
-        match c {
-            '\\' | '`' | '*' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '!' => {
-                o.push('\\');
-                o.push(c);
+impl Cell for f64 {
+    fn cell(&self) -> String {
+        crate::report::fmt_num(*self)
+    }
+}
+
+impl Cell for f32 {
+    fn cell(&self) -> String {
+        crate::report::fmt_num(wide(*self))
+    }
+}
+
+/// A value a document stores as f32, as the f64 its JSON text reads as (what a reader of the
+/// document sees: 0.15, not 0.15000000596), so a cell or a rounding shows the written digits.
+pub fn wide(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::NAN)
+}
+
+macro_rules! whole_cell {
+    ($($t:ty),*) => {$(
+        impl Cell for $t {
+            fn cell(&self) -> String {
+                self.to_string()
             }
-            // `_` inside a word (innodb_spin_wait_delay) is no emphasis in GFM: left as is.
-            '_' if !(word(i.checked_sub(1)) && word(Some(i + 1))) => o.push_str("\\_"),
-            '&' => o.push_str("\\&"),
-            '\n' | '\r' => o.push(' '),
-            _ => o.push(c),
         }
-    }
-    o
+    )*};
 }
+whole_cell!(u64, u32, u16, usize, i64, i32, bool);
 
-/// Text of a JSON value for a table cell.
-pub fn cell(v: &Value) -> String {
-    match v {
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n
-            .as_f64()
-            .map(|f| {
-                if n.is_f64() {
-                    crate::report::fmt_num(f)
-                } else {
-                    n.to_string()
-                }
-            })
-            .unwrap_or_else(|| n.to_string()),
-        Value::Bool(b) => b.to_string(),
-        other => other.to_string(),
+impl Cell for str {
+    fn cell(&self) -> String {
+        self.to_string()
     }
 }
 
-/// A two-column table of the named fields of an object (those present).
-pub fn fields(doc: &Value, names: &[&str]) -> Block {
-    let rows = names
-        .iter()
-        .filter_map(|n| doc.get(*n).map(|v| vec![n.to_string(), cell(v)]))
+impl Cell for String {
+    fn cell(&self) -> String {
+        self.clone()
+    }
+}
+
+impl Cell for crate::doc::Severity {
+    fn cell(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+impl<T: Cell> Cell for Option<T> {
+    fn cell(&self) -> String {
+        self.as_ref().map_or_else(|| "-".into(), Cell::cell)
+    }
+}
+
+/// Text of a document's value for a table cell (see [`Cell`]).
+pub fn cell<T: Cell + ?Sized>(v: &T) -> String {
+    v.cell()
+}
+
+/// The name a unit-like enum has in its document (`"pause"`, `"innodb-spin"`), for a cell.
+pub fn name_of<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "-".into(),
+    }
+}
+
+/// A two-column table of named fields (a field a document leaves out is given as `None`, and
+/// has no row).
+pub fn fields(rows: Vec<(&str, Option<String>)>) -> Block {
+    let rows = rows
+        .into_iter()
+        .filter_map(|(n, v)| v.map(|v| vec![n.to_string(), v]))
         .collect();
     Block::Table(vec!["field".into(), "value".into()], rows)
 }
 
-/// The command line a document records, when it does.
-pub fn command(doc: &Value) -> Option<Block> {
-    let c = doc.get("command").or_else(|| doc.get("argv"))?;
-    let s = match c {
-        Value::Array(a) => a.iter().map(cell).collect::<Vec<_>>().join(" "),
-        v => cell(v),
-    };
-    Some(Block::Para(format!("Command: {s}")))
+/// Deserialize a document into its type, once, at load: `Err` names what is wrong (serde says
+/// which field is missing or of the wrong type); the input is then listed as not included.
+pub fn typed<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, String> {
+    <T as serde::Deserialize>::deserialize(doc).map_err(|e| format!("not a valid document: {e}"))
 }
 
 #[cfg(test)]
@@ -240,11 +255,12 @@ mod tests {
     #[test]
     fn document_text_is_escaped_and_sections_are_ordered_by_severity() {
         let doc = serde_json::json!({
-            "schema": "spinscope.doctor/1",
-            "target": "db1 <b>",
+            "schema": "spinscope.doctor/1", "source": "live", "target": "db1 <b>",
+            "server": "MariaDB 10.11", "version": "10.11.6-MariaDB",
+            "pfs_top_waits": [], "refused": [], "notes": [],
             "findings": [
-                {"id": "x", "severity": "info", "title": "fine", "evidence": []},
-                {"id": "y", "severity": "critical", "title": "<img src=x onerror=alert(1)>", "evidence": [], "why": "a|b"}
+                {"id": "x", "severity": "info", "title": "fine", "evidence": [], "why": "", "what_to_do": "", "statements": []},
+                {"id": "y", "severity": "critical", "title": "<img src=x onerror=alert(1)>", "evidence": [], "why": "a|b", "what_to_do": "", "statements": []}
             ]
         });
         let sec = doctor::Doctor.section(&doc, "d.json").unwrap();

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use super::{esc, md, Block, Input, Section};
+use crate::report::markdown;
 
 /// One heading and what follows it.
 pub struct Part {
@@ -810,12 +811,7 @@ pub fn markdown(inputs: &[Input], files_dir: Option<&str>) -> Markdown {
         files: Vec::new(),
     };
     for p in plan(inputs) {
-        let _ = write!(
-            m.text,
-            "{} {}\n\n",
-            "#".repeat(p.level.into()),
-            md(&p.title)
-        );
+        markdown::heading(&mut m.text, p.level.into(), &md(&p.title));
         if let Some(src) = &p.source {
             let _ = write!(m.text, "From `{}`\n\n", src.replace('`', "'"));
         }
@@ -826,74 +822,13 @@ pub fn markdown(inputs: &[Input], files_dir: Option<&str>) -> Markdown {
     m
 }
 
-/// Columns of a Markdown prose line (a terminal's width; CommonMark reads a line break inside
-/// a paragraph or list item as a space).
-const MD_COLS: usize = 80;
-
-/// Words of `text` filled into lines of [`MD_COLS`], the first after `first`, the rest after
-/// `more`. A word that Markdown would read as markup at the start of a line (a list marker, a
-/// numbered item, a setext underline) never starts one; a word longer than the line stands
-/// alone.
-fn wrap(text: &str, first: &str, more: &str) -> String {
-    let mut out = String::from(first);
-    let mut col = first.chars().count();
-    let mut empty = true;
-    for w in text.split(' ').filter(|w| !w.is_empty()) {
-        let n = w.chars().count();
-        let marker = w.chars().all(|c| matches!(c, '-' | '+' | '=' | '*' | '_'))
-            || (w.len() <= 10
-                && w.ends_with(['.', ')'])
-                && w[..w.len() - 1].chars().all(|c| c.is_ascii_digit()));
-        let safe = !marker;
-        if !empty && col + 1 + n > MD_COLS && safe {
-            out.push('\n');
-            out.push_str(more);
-            col = more.chars().count();
-            empty = true;
-        }
-        if !empty {
-            out.push(' ');
-            col += 1;
-        }
-        out.push_str(w);
-        col += n;
-        empty = false;
-    }
-    out
-}
-
 fn block_md(m: &mut Markdown, b: &Block, dir: Option<&str>) {
     let s = &mut m.text;
     match b {
-        Block::Para(t) => {
-            let _ = write!(s, "{}\n\n", wrap(&md(t), "", ""));
-        }
-        Block::List(items) => {
-            for it in items {
-                let _ = writeln!(s, "{}", wrap(&md(it), "- ", "  "));
-            }
-            s.push('\n');
-        }
-        Block::Code(lines) => {
-            let body = lines.join("\n").replace("```", "'''");
-            let _ = write!(s, "```\n{body}\n```\n\n");
-        }
-        Block::Table(head, rows) => {
-            let row = |r: &[String]| {
-                format!(
-                    "| {} |",
-                    r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ")
-                )
-            };
-            let _ = writeln!(s, "{}", row(head));
-            let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
-            for r in rows {
-                let mut r = r.clone();
-                r.resize(head.len(), String::new());
-                let _ = writeln!(s, "{}", row(&r));
-            }
-            s.push('\n');
-        }
+        Block::Para(t) => markdown::para(s, t),
+        Block::List(items) => markdown::list(s, items),
+        Block::Code(lines) => markdown::code(s, "", lines),
+        Block::Table(head, rows) => markdown::table(s, head, rows, &[]),
         Block::Svg { name, svg } => match dir {
             Some(d) => {
                 let file = format!(

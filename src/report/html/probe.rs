@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{cell, command, fields, Block, Kind, Section};
+use super::{cell, fields, name_of, typed, Block, Kind, Section};
+use crate::doc::probe::ProbeReport;
 
 pub struct Probe;
 
@@ -11,47 +12,53 @@ impl Kind for Probe {
         "spinscope.probe/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        let cpu = doc.get("cpu").ok_or("no \"cpu\" object")?;
-        let host = doc.get("host").cloned().unwrap_or(Value::Null);
-        let name = cell(cpu.get("model_name").unwrap_or(&Value::Null));
-        let rows: Vec<Vec<String>> = doc
-            .get("measurements")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|m| {
-                        let ns = |k: &str| cell(&m["ns_per_hint"][k]);
-                        vec![
-                            cell(&m["cpu"]),
-                            cell(&m["hint"]),
-                            ns("median"),
-                            ns("min"),
-                            format!("{}%", cell(&m["ns_per_hint"]["iqr_pct"])),
-                            cell(&m["core_cycles_per_hint"]),
-                        ]
-                    })
-                    .collect()
+        let d: ProbeReport = typed(doc)?;
+        let name = cell(&d.cpu.model_name);
+        let rows: Vec<Vec<String>> = d
+            .measurements
+            .iter()
+            .map(|m| {
+                vec![
+                    cell(&m.cpu),
+                    name_of(&m.hint),
+                    cell(&m.ns_per_hint.median),
+                    cell(&m.ns_per_hint.min),
+                    format!("{}%", cell(&m.ns_per_hint.iqr_pct)),
+                    cell(&m.core_cycles_per_hint),
+                ]
             })
-            .unwrap_or_default();
-        let median = doc["measurements"][0]["ns_per_hint"]["median"].as_f64();
+            .collect();
         let mut summary = Vec::new();
-        if let Some(ns) = median {
+        if let Some(m) = d.measurements.first() {
             summary.push((
                 3,
                 format!(
                     "Probe: one {} takes {} on {name}.",
-                    cell(&doc["measurements"][0]["hint"]),
-                    crate::report::fmt_ns(ns)
+                    name_of(&m.hint),
+                    crate::report::fmt_ns(m.ns_per_hint.median)
                 ),
             ));
         }
-        let mut blocks = vec![
-            fields(&host, &["hostname", "kernel_release", "arch"]),
-            fields(cpu, &["vendor", "model_name", "microarch", "reference_key"]),
-            fields(
-                &doc["topology"],
-                &["sockets", "cores", "threads", "smt", "numa_nodes"],
-            ),
+        let (h, c, t) = (&d.host, &d.cpu, &d.topology);
+        let blocks = vec![
+            fields(vec![
+                ("hostname", Some(cell(&h.hostname))),
+                ("kernel_release", Some(cell(&h.kernel_release))),
+                ("arch", Some(cell(&h.arch))),
+            ]),
+            fields(vec![
+                ("vendor", Some(cell(&c.vendor))),
+                ("model_name", Some(cell(&c.model_name))),
+                ("microarch", Some(cell(&c.microarch))),
+                ("reference_key", Some(cell(&c.reference_key))),
+            ]),
+            fields(vec![
+                ("sockets", Some(cell(&t.sockets))),
+                ("cores", Some(cell(&t.cores))),
+                ("threads", Some(cell(&t.threads))),
+                ("smt", Some(cell(&t.smt))),
+                ("numa_nodes", Some(cell(&t.numa_nodes))),
+            ]),
             Block::Table(
                 [
                     "cpu",
@@ -65,11 +72,8 @@ impl Kind for Probe {
                 .to_vec(),
                 rows,
             ),
+            Block::List(d.notes.clone()),
         ];
-        if let Some(n) = doc.get("notes").and_then(Value::as_array) {
-            blocks.push(Block::List(n.iter().map(cell).collect()));
-        }
-        blocks.extend(command(doc));
         Ok(Section::new(
             "probe",
             format!("Probe: {name}"),

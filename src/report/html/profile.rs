@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use super::{cell, command, fields, Block, Kind, Section};
+use super::{cell, fields, typed, Block, Kind, Section};
+use crate::doc::profile::ProfileDoc;
 use crate::profile::fold::Tally;
 
 pub struct Profile;
@@ -13,63 +14,46 @@ impl Kind for Profile {
         "spinscope.profile/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        let classes = doc
-            .get("classes")
-            .and_then(Value::as_array)
-            .ok_or("no \"classes\" list")?;
-        let pct = |v: &Value| {
-            v.as_f64()
-                .map_or("-".into(), |f| format!("{:.1}%", f * 100.0))
-        };
-        let rows = classes
+        let d: ProfileDoc = typed(doc)?;
+        let pct = |f: f64| format!("{:.1}%", f * 100.0);
+        let rows = d
+            .classes
             .iter()
             .map(|c| {
                 vec![
-                    cell(&c["label"]),
-                    cell(&c["self_samples"]),
-                    pct(&c["self_share"]),
-                    pct(&c["inclusive_share"]),
+                    cell(&c.label),
+                    cell(&c.self_samples),
+                    pct(c.self_share),
+                    pct(c.inclusive_share),
                 ]
             })
             .collect();
         let mut folded: Vec<(String, Tally)> = Vec::new();
-        for c in classes {
-            for s in c["top_stacks"].as_array().into_iter().flatten() {
-                if let (Some(st), Some(n), Some(w)) = (
-                    s["stack"].as_str(),
-                    s["samples"].as_u64(),
-                    s["weight"].as_u64(),
-                ) {
-                    if !folded.iter().any(|(k, _)| k == st) {
-                        folded.push((
-                            st.to_string(),
-                            Tally {
-                                samples: n,
-                                weight: w,
-                            },
-                        ));
-                    }
+        for c in &d.classes {
+            for s in &c.top_stacks {
+                if !folded.iter().any(|(k, _)| *k == s.stack) {
+                    folded.push((
+                        s.stack.clone(),
+                        Tally {
+                            samples: s.samples,
+                            weight: s.weight,
+                        },
+                    ));
                 }
             }
         }
         folded.sort_by(|a, b| a.0.cmp(&b.0));
         let mut blocks = vec![
-            Block::Para(
-                doc["headline"]
-                    .as_str()
-                    .unwrap_or("No InnoDB spin waiting worth a headline in this profile.")
-                    .to_string(),
-            ),
-            fields(
-                doc,
-                &[
-                    "samples",
-                    "weight",
-                    "weight_unit",
-                    "call_chains",
-                    "spin_share",
-                ],
-            ),
+            Block::Para(d.headline.clone().unwrap_or_else(|| {
+                "No InnoDB spin waiting worth a headline in this profile.".to_string()
+            })),
+            fields(vec![
+                ("samples", Some(cell(&d.samples))),
+                ("weight", Some(cell(&d.weight))),
+                ("weight_unit", Some(cell(&d.weight_unit))),
+                ("call_chains", Some(cell(&d.call_chains))),
+                ("spin_share", Some(cell(&d.spin_share))),
+            ]),
             Block::Table(
                 ["class", "self samples", "self share", "inclusive share"]
                     .map(String::from)
@@ -78,8 +62,8 @@ impl Kind for Profile {
             ),
         ];
         if !folded.is_empty() {
-            let unit = doc["weight_unit"].as_str().unwrap_or("samples");
-            match crate::profile::svg::flame_graph(&folded, "top stacks per class", unit) {
+            match crate::profile::svg::flame_graph(&folded, "top stacks per class", &d.weight_unit)
+            {
                 Ok(svg) => blocks.push(Block::Svg {
                     name: "flame graph".into(),
                     svg,
@@ -87,18 +71,11 @@ impl Kind for Profile {
                 Err(e) => blocks.push(Block::Para(format!("flame graph not drawn: {e}"))),
             }
         }
-        if let Some(n) = doc.get("notes").and_then(Value::as_array) {
-            blocks.push(Block::List(n.iter().map(cell).collect()));
-        }
-        blocks.extend(command(doc));
-        let share = doc["spin_share"].as_f64().unwrap_or(0.0);
-        let src = &doc["source"];
+        blocks.push(Block::List(d.notes.clone()));
+        let share = d.spin_share;
+        let src = &d.source;
         // A recording is named by its file, else by the process it sampled.
-        let what = match (
-            src["file"].as_str(),
-            src["comm"].as_str(),
-            src["pid"].as_u64(),
-        ) {
+        let what = match (src.file.as_deref(), src.comm.as_deref(), src.pid) {
             (Some(f), _, _) => f.to_string(),
             (None, Some(c), Some(p)) => format!("{c} (pid {p}), recorded live"),
             (None, _, Some(p)) => format!("pid {p}, recorded live"),
@@ -108,8 +85,9 @@ impl Kind for Profile {
             "Profile ({what}): InnoDB spin waiting is {:.1}% of the sampled CPU.",
             share * 100.0
         );
-        let line = doc["headline"]
-            .as_str()
+        let line = d
+            .headline
+            .as_ref()
             .map_or(spin, |h| format!("Profile ({what}): {h}."));
         let mut sec = Section::new(
             "profile",
@@ -118,7 +96,7 @@ impl Kind for Profile {
             blocks,
         );
         sec.numbers = vec![
-            ("samples".into(), cell(&doc["samples"])),
+            ("samples".into(), cell(&d.samples)),
             ("InnoDB spin share".into(), format!("{:.1}%", share * 100.0)),
         ];
         sec.picture = sec

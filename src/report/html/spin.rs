@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{cell, command, fields, Block, Kind, Section};
+use super::{cell, fields, name_of, typed, Block, Kind, Section};
+use crate::doc::spin::SpinReport;
 
 pub struct Spin;
 
@@ -11,47 +12,55 @@ impl Kind for Spin {
         "spinscope.spin/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        let server = cell(&doc["server"]["raw"]);
-        let words = doc["vs_design"]["in_words"].as_str().map(str::to_string);
-        let settings: Vec<Vec<String>> = doc
-            .get("settings")
-            .and_then(Value::as_object)
-            .map(|o| o.iter().map(|(k, v)| vec![k.clone(), cell(v)]).collect())
-            .unwrap_or_default();
-        let readings: Vec<Vec<String>> = doc["this"]["readings"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|r| {
-                        vec![
-                            cell(&r["label"]),
-                            cell(&r["rounds"]),
-                            crate::report::fmt_ns(r["max_spin_ns"].as_f64().unwrap_or(f64::NAN)),
-                            crate::report::fmt_ns(r["mean_spin_ns"].as_f64().unwrap_or(f64::NAN)),
-                        ]
-                    })
-                    .collect()
+        let d: SpinReport = typed(doc)?;
+        let server = cell(&d.server.raw);
+        let words = d.vs_design.in_words.clone();
+        // In the document's key order (alphabetical), as the settings object reads.
+        let st = &d.settings;
+        let settings: Vec<Vec<String>> = [
+            ("pause_multiplier", cell(&st.pause_multiplier)),
+            ("spin_wait_delay", cell(&st.spin_wait_delay)),
+            ("sync_spin_loops", cell(&st.sync_spin_loops)),
+        ]
+        .into_iter()
+        .map(|(k, v)| vec![k.to_string(), v])
+        .collect();
+        let readings: Vec<Vec<String>> = d
+            .this
+            .readings
+            .iter()
+            .map(|r| {
+                vec![
+                    cell(&r.label),
+                    cell(&r.rounds),
+                    crate::report::fmt_ns(r.max_spin_ns),
+                    crate::report::fmt_ns(r.mean_spin_ns),
+                ]
             })
-            .unwrap_or_default();
-        let ratio = doc["vs_design"]["ratio"].as_f64().unwrap_or(1.0);
-        let mut blocks = vec![
-            fields(doc, &["family", "formula", "settings_source"]),
+            .collect();
+        let ratio = d.vs_design.ratio.unwrap_or(1.0);
+        let cpu = &d.this.cpu;
+        let blocks = vec![
+            fields(vec![
+                ("family", Some(name_of(&d.family))),
+                ("formula", Some(cell(&d.formula))),
+                ("settings_source", Some(cell(&d.settings_source))),
+            ]),
             Block::Table(vec!["setting".into(), "value".into()], settings),
-            fields(&doc["this"]["cpu"], &["label", "ns_per_hint", "noise_pct"]),
+            fields(vec![
+                ("label", Some(cell(&cpu.label))),
+                ("ns_per_hint", Some(cell(&cpu.ns_per_hint))),
+                ("noise_pct", Some(cell(&cpu.noise_pct))),
+            ]),
             Block::Table(
                 ["reading", "rounds", "longest spin", "mean spin"]
                     .map(String::from)
                     .to_vec(),
                 readings,
             ),
+            Block::Para(words.clone()),
+            Block::List(d.notes.clone()),
         ];
-        if let Some(w) = &words {
-            blocks.push(Block::Para(w.clone()));
-        }
-        if let Some(n) = doc.get("notes").and_then(Value::as_array) {
-            blocks.push(Block::List(n.iter().map(cell).collect()));
-        }
-        blocks.extend(command(doc));
         let sev = if ratio >= 10.0 {
             0
         } else if ratio >= 2.0 {
@@ -62,9 +71,7 @@ impl Kind for Spin {
         Ok(Section::new(
             "spin",
             format!("Spin budget: {server}"),
-            words
-                .map(|w| vec![(sev, format!("Spin budget ({server}): {w}."))])
-                .unwrap_or_default(),
+            vec![(sev, format!("Spin budget ({server}): {words}."))],
             blocks,
         ))
     }

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::{command, Block, Kind, Section};
+use super::{typed, Block, Kind, Section};
+use crate::doc::tune::TuneDoc;
 use crate::report::chart::{render, si, Chart, Series, Unit};
-use crate::tune::doc::TuneDoc;
 
 pub struct Tune;
 
@@ -28,7 +28,7 @@ impl Kind for Tune {
         "spinscope.tune/"
     }
     fn section(&self, doc: &Value, _source: &str) -> Result<Section, String> {
-        let d: TuneDoc = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+        let d: TuneDoc = typed(doc)?;
         let mut blocks = vec![Block::Para(format!(
             "{} at {} threads ({}), {} of a {} s budget, {} measurements in {} rounds. Decision: {}",
             d.workload,
@@ -112,7 +112,6 @@ impl Kind for Tune {
                 svg: render(&chart),
             });
         }
-        blocks.extend(command(doc));
         let sev = if d.decision.change { 1 } else { 3 };
         let mut sec = Section::new(
             "tune",

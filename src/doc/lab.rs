@@ -1,0 +1,3 @@
+//! `spinscope.lab/2` (`lab --json`).
+
+pub use crate::lab::doc::{LabDoc, SCHEMA};
