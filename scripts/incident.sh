@@ -9,6 +9,7 @@
 #        scripts/incident.sh stop      stop the loads and both servers (datadirs are kept)
 #        scripts/incident.sh restart   restart the slow server with the options in $DIR/a/flags
 #                                      (its "service unit": the lasting fix is an edit there)
+#        scripts/incident.sh loads on|off   start or stop the loads only
 #        scripts/incident.sh status    what runs, and how many bursts were started so far
 #        scripts/incident.sh churn S [client options]
 #                                      short-lived connections (one SELECT each) for S seconds
@@ -16,7 +17,8 @@
 #        scripts/incident.sh clean     stop, then remove $DIR
 # Environment: DIR (default /tmp/spinscope-incident), PORT_A (23306), PORT_B (23307),
 # LOAD_VIA (mixed: one steady client over TCP and one over the socket; tcp; socket),
-# BURST_EVERY_S (10), BURST_S (1.0), BURST_CONNS (8), STEADY_PER_S (cap per steady thread, 400).
+# BURST_EVERY_S (10), BURST_S (1.0), BURST_CONNS (8), STEADY_PER_S (cap per steady thread, 400),
+# NO_LOAD (set: start the servers only).
 set -u
 DIR=${DIR:-/tmp/spinscope-incident}
 PORT_A=${PORT_A:-23306}
@@ -81,6 +83,7 @@ schema() {
 	local s=$1
 	cli_sock "$s" <<'SQL'
 CREATE DATABASE IF NOT EXISTS inc;
+USE inc;
 CREATE TABLE IF NOT EXISTS inc.t (id INT PRIMARY KEY, v BIGINT NOT NULL DEFAULT 0, pad CHAR(100) NOT NULL DEFAULT '') ENGINE=InnoDB;
 INSERT IGNORE INTO inc.t (id) SELECT seq FROM seq_1_to_10000;
 CREATE TABLE IF NOT EXISTS inc.hot (id INT PRIMARY KEY, v BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
@@ -182,10 +185,10 @@ start)
 		start_one "$s"
 		schema "$s"
 	done
-	start_loads
+	[ -n "${NO_LOAD:-}" ] || start_loads
 	echo "slow server a: port $PORT_A socket $(sock a) pid $(cat "$DIR/a/mysqld.pid") options: $(tr '\n' ' ' <"$DIR/a/flags")"
 	echo "other server b: port $PORT_B socket $(sock b) pid $(cat "$DIR/b/mysqld.pid")"
-	echo "loads: 2 steady writers on a ($LOAD_VIA), $BURST_CONNS-connection bursts of ${BURST_S}s every ${BURST_EVERY_S}s ($DIR/bursts.log), 1 light writer on b"
+	[ -n "${NO_LOAD:-}" ] || echo "loads: 2 steady writers on a ($LOAD_VIA), $BURST_CONNS-connection bursts of ${BURST_S}s every ${BURST_EVERY_S}s ($DIR/bursts.log), 1 light writer on b"
 	;;
 stop)
 	stop_loads
@@ -198,6 +201,13 @@ restart)
 	start_one a
 	start_loads
 	echo "server a restarted with: $(tr '\n' ' ' <"$DIR/a/flags")"
+	;;
+loads)
+	case "${2:-}" in
+	on) start_loads ;;
+	off) stop_loads ;;
+	*) echo "usage: $0 loads on|off" >&2; exit 2 ;;
+	esac
 	;;
 status)
 	for s in a b; do
@@ -230,7 +240,7 @@ clean)
 	rm -rf "$DIR"
 	;;
 *)
-	sed -n '2,20p' "$0"
+	sed -n '2,22p' "$0"
 	exit 2
 	;;
 esac
