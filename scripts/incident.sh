@@ -240,7 +240,7 @@ clean)
 	rm -rf "$DIR"
 	;;
 *)
-	sed -n '2,22p' "$0"
+	sed -n '2,/^set -u/p' "$0" | grep '^#'
 	exit 2
 	;;
 esac

@@ -24,8 +24,9 @@ Examples:
 
 Time to first byte (ttfb): from the request's last packet to the answer's first; time to last
 byte (ttlb): to the answer's last packet. Measured from packets on this host (libpcap, kernel
-filter on the ports): the server runs no extra statement. Needs root or CAP_NET_RAW. With TLS or
-the compressed protocol the command type is `unknown`; requests are still timed. Connections
+filter on the ports): the server runs no extra statement. Needs root or CAP_NET_RAW. With TLS
+the command type is `unknown`; requests are still timed. Of the compressed protocol the command
+and statement are read from each request's first frame. Connections
 already open are picked up at their next request; one caught logging in is read from its greeting
 or login on. With --pid or connection flags (-h, -S, -u, -p, option files) rt finds the server's
 TCP ports itself and says how many of its clients use the Unix socket: those are not on the wire
@@ -263,7 +264,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
         }
     }
     eprintln!(
-        "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted, {} joined unreadable), {} resyncs",
+        "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted, {} compressed, {} joined unreadable), {} resyncs",
         if a.read.is_some() { "read" } else { "captured" },
         report.source,
         report.filter,
@@ -271,6 +272,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
         t.connections_seen,
         t.handshakes,
         t.encrypted_connections,
+        t.compressed_connections,
         t.unreadable_connections,
         t.resyncs
     );
