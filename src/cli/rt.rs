@@ -359,10 +359,7 @@ fn default_port_owner(port: u16) -> (Option<Followed>, Vec<String>) {
         f.tcp_ports = vec![port];
     }
     let servers = server_pids();
-    let others: Vec<u32> = servers
-        .into_iter()
-        .filter(|&p| Some(p) != owner)
-        .collect();
+    let others: Vec<u32> = servers.into_iter().filter(|&p| Some(p) != owner).collect();
     let mut notes = Vec::new();
     if owner.is_none() {
         notes.push(if follow::listens(port) {
@@ -378,7 +375,10 @@ fn default_port_owner(port: u16) -> (Option<Followed>, Vec<String>) {
             if others.len() == 1 { "" } else { "s" }
         ));
         for p in others {
-            notes.push(format!("  {}", crate::profile::instances::describe(p).line()));
+            notes.push(format!(
+                "  {}",
+                crate::profile::instances::describe(p).line()
+            ));
         }
     }
     (followed, notes)
@@ -391,9 +391,7 @@ fn server_pids() -> Vec<u32> {
     };
     let mut v: Vec<u32> = rd
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&p| {
-            follow::process_name(p).is_some_and(|n| SERVER_COMMS.contains(&n.as_str()))
-        })
+        .filter(|&p| follow::process_name(p).is_some_and(|n| SERVER_COMMS.contains(&n.as_str())))
         .collect();
     v.sort_unstable();
     v
@@ -470,11 +468,17 @@ mod tests {
         assert_eq!(f.pid, Some(std::process::id()));
         assert_eq!(f.tcp_ports, vec![port]);
         assert_eq!(f.found_by, format!("the default port {port}"));
-        assert!(!notes.iter().any(|n| n.contains("nothing listens")), "{notes:?}");
+        assert!(
+            !notes.iter().any(|n| n.contains("nothing listens")),
+            "{notes:?}"
+        );
         // Each other server is listed on a line of its own under the count.
         if let Some(head) = notes.first() {
             assert!(head.contains("other MySQL-family server"), "{notes:?}");
-            assert!(notes[1..].iter().all(|n| n.starts_with("  pid ")), "{notes:?}");
+            assert!(
+                notes[1..].iter().all(|n| n.starts_with("  pid ")),
+                "{notes:?}"
+            );
         }
         drop(l);
         let (f, notes) = default_port_owner(port);

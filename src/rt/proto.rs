@@ -948,9 +948,7 @@ mod tests {
         assert_eq!(x[1].command, Command::Known(COM_QUERY));
         assert_eq!(x[1].query.as_deref(), Some(&b"SELECT 2"[..]));
         assert_eq!((x[1].ttfb_ns, x[1].ttlb_ns), (100, 100));
-        assert!(w
-            .out
-            .contains(&Event::NoResponse(Command::Known(COM_QUIT))));
+        assert!(w.out.contains(&Event::NoResponse(Command::Known(COM_QUIT))));
         assert_eq!(w.t.counters.resyncs, 1);
     }
 
@@ -958,8 +956,7 @@ mod tests {
     fn cframe(seq: u8, inner: &[u8], zlib: bool) -> Vec<u8> {
         use std::io::Write;
         let (body, ulen) = if zlib {
-            let mut z =
-                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
             z.write_all(inner).unwrap();
             (z.finish().unwrap(), inner.len())
         } else {
@@ -977,15 +974,35 @@ mod tests {
     fn compressed_session(w: &mut Wire, t0: u64) {
         let long = format!("SELECT c FROM t.a WHERE c <> '{}'", "x".repeat(80));
         let ok = cframe(1, &pkt(1, &[0, 0, 0, 2, 0, 0, 0]), false);
-        w.send(t0, Dir::ToServer, &cframe(0, &pkt(0, &[b"\x03", long.as_bytes()].concat()), true));
+        w.send(
+            t0,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, &[b"\x03", long.as_bytes()].concat()), true),
+        );
         w.send(t0 + 400, Dir::ToClient, &ok);
-        w.send(t0 + 1000, Dir::ToServer, &cframe(0, &pkt(0, b"\x03DO 1"), false));
+        w.send(
+            t0 + 1000,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, b"\x03DO 1"), false),
+        );
         w.send(t0 + 1300, Dir::ToClient, &ok);
-        w.send(t0 + 2000, Dir::ToServer, &cframe(0, &pkt(0, b"\x03SELECT nosuchcol"), false));
+        w.send(
+            t0 + 2000,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, b"\x03SELECT nosuchcol"), false),
+        );
         let mut e = b"\xff\x1e\x04#42S22".to_vec();
-        e.extend_from_slice("Unknown column 'nosuchcol' in 'field list' ".repeat(2).as_bytes());
+        e.extend_from_slice(
+            "Unknown column 'nosuchcol' in 'field list' "
+                .repeat(2)
+                .as_bytes(),
+        );
         w.send(t0 + 2200, Dir::ToClient, &cframe(1, &pkt(1, &e), true));
-        w.send(t0 + 3000, Dir::ToServer, &cframe(0, &pkt(0, &[COM_QUIT]), false));
+        w.send(
+            t0 + 3000,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, &[COM_QUIT]), false),
+        );
         w.flag(t0 + 3001, Dir::ToServer, false, true);
         let x = w.exchanges();
         assert_eq!(x.len(), 3, "{:?}", w.out);
@@ -996,9 +1013,7 @@ mod tests {
         assert_eq!(e, [false, false, true]);
         let t: Vec<u64> = x.iter().map(|x| x.ttlb_ns).collect();
         assert_eq!(t, [400, 300, 200]);
-        assert!(w
-            .out
-            .contains(&Event::NoResponse(Command::Known(COM_QUIT))));
+        assert!(w.out.contains(&Event::NoResponse(Command::Known(COM_QUIT))));
         assert!(
             !w.out.iter().any(|e| matches!(e, Event::Abandoned(_))),
             "COM_QUIT is not an abandoned request"
@@ -1030,7 +1045,9 @@ mod tests {
         w.flag(1, Dir::ToServer, true, false);
         w.flag(2, Dir::ToClient, true, false);
         w.send(10, Dir::ToClient, &pkt(0, b"\x0a10.11.19-MariaDB\0rest"));
-        let mut ssl = (CLIENT_SSL | CLIENT_COMPRESS | 0x0200).to_le_bytes().to_vec();
+        let mut ssl = (CLIENT_SSL | CLIENT_COMPRESS | 0x0200)
+            .to_le_bytes()
+            .to_vec();
         ssl.extend_from_slice(&[0; 28]);
         w.send(20, Dir::ToServer, &pkt(1, &ssl));
         let c = w.t.conns.get(&key()).unwrap();

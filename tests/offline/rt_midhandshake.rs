@@ -374,8 +374,7 @@ fn check_every_cut(name: &str) -> usize {
             let command_seen = !after.is_empty();
             let want_compressed = compressed && (saw_login || command_seen);
             assert_eq!(
-                t.compressed_connections,
-                want_compressed as u64,
+                t.compressed_connections, want_compressed as u64,
                 "{at}: compressed connections"
             );
             assert_eq!(t.encrypted_connections, 0, "{at}");
