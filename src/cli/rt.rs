@@ -24,8 +24,9 @@ Examples:
 
 Time to first byte (ttfb): from the request's last packet to the answer's first; time to last
 byte (ttlb): to the answer's last packet. Measured from packets on this host (libpcap, kernel
-filter on the ports): the server runs no extra statement. Needs root or CAP_NET_RAW. With TLS or
-the compressed protocol the command type is `unknown`; requests are still timed. Connections
+filter on the ports): the server runs no extra statement. Needs root or CAP_NET_RAW. With TLS
+the command type is `unknown`; requests are still timed. Of the compressed protocol the command
+and statement are read from each request's first frame. Connections
 already open are picked up at their next request; one caught logging in is read from its greeting
 or login on. With --pid or connection flags (-h, -S, -u, -p, option files) rt finds the server's
 TCP ports itself and says how many of its clients use the Unix socket: those are not on the wire
@@ -139,6 +140,14 @@ pub fn run(a: RtArgs) -> Result<i32> {
         None => None,
     };
     let mut followed = follow_server(&a)?;
+    let mut default_notes = Vec::new();
+    if followed.is_none() && a.ports.is_empty() && a.read.is_none() {
+        // No server named: say whose port 3306 is and which other servers this host runs,
+        // so a capture of the wrong one (a second instance on 3306) does not pass unseen.
+        let (owner, notes) = default_port_owner(3306);
+        followed = owner;
+        default_notes = notes;
+    }
     let ports = capture_ports(&a.ports, followed.as_mut())?;
     if ports.contains(&0) {
         return Err(Error::bad_input("--port 0: give the server's TCP port"));
@@ -177,6 +186,9 @@ pub fn run(a: RtArgs) -> Result<i32> {
         for l in render::server_lines(f) {
             eprintln!("spinscope: {l}");
         }
+    }
+    for l in default_notes {
+        eprintln!("spinscope: {l}");
     }
     let plan = RtPlan {
         source,
@@ -263,7 +275,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
         }
     }
     eprintln!(
-        "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted, {} joined unreadable), {} resyncs",
+        "spinscope: {} from {} (filter '{}'): {} segments, {} connections ({} logins seen, {} encrypted, {} compressed, {} joined unreadable), {} resyncs",
         if a.read.is_some() { "read" } else { "captured" },
         report.source,
         report.filter,
@@ -271,6 +283,7 @@ pub fn run(a: RtArgs) -> Result<i32> {
         t.connections_seen,
         t.handshakes,
         t.encrypted_connections,
+        t.compressed_connections,
         t.unreadable_connections,
         t.resyncs
     );
@@ -328,6 +341,60 @@ fn follow_server(a: &RtArgs) -> Result<Option<Followed>> {
     };
     let t = resolve(&conn)?;
     crate::server::rt_follow::follow_target(&t).map(Some)
+}
+
+/// Command names of MySQL-family servers.
+const SERVER_COMMS: [&str; 2] = ["mariadbd", "mysqld"];
+
+/// The server listening on the default `port` (followed as `--pid` would be) and what to say
+/// about it: nothing listens there, or other servers run beside it (each with its ports,
+/// sockets and data directory, as `profile --process` lists them).
+fn default_port_owner(port: u16) -> (Option<Followed>, Vec<String>) {
+    let owner = follow::owner(Some(port), None);
+    let mut followed = owner.and_then(|pid| follow::of_pid(pid).ok());
+    if let Some(f) = followed.as_mut() {
+        f.found_by = format!("the default port {port}");
+        // Only the default port: the owner's other ports (X protocol, an extra port) were not
+        // asked for.
+        f.tcp_ports = vec![port];
+    }
+    let servers = server_pids();
+    let others: Vec<u32> = servers.into_iter().filter(|&p| Some(p) != owner).collect();
+    let mut notes = Vec::new();
+    if owner.is_none() {
+        notes.push(if follow::listens(port) {
+            format!("TCP port {port}: its process is not readable here (another user's; run as root)")
+        } else {
+            format!("nothing listens on TCP port {port} here: capturing it anyway (a server may start on it)")
+        });
+    }
+    if !others.is_empty() {
+        notes.push(format!(
+            "{} other MySQL-family server{} on this host, not captured; give --pid PID or connection flags (-S, -h/-P) for one of them:",
+            others.len(),
+            if others.len() == 1 { "" } else { "s" }
+        ));
+        for p in others {
+            notes.push(format!(
+                "  {}",
+                crate::profile::instances::describe(p).line()
+            ));
+        }
+    }
+    (followed, notes)
+}
+
+/// The pids of running mariadbd and mysqld processes, in order.
+fn server_pids() -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut v: Vec<u32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| follow::process_name(p).is_some_and(|n| SERVER_COMMS.contains(&n.as_str())))
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// The ports to capture: `--port` when given (noted in `followed` when the server listens
@@ -389,6 +456,36 @@ mod tests {
         assert!(
             e.contains("no TCP port") && e.contains("/s.sock (4 connected)"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn the_default_port_names_its_owner_or_says_nothing_listens() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let (f, notes) = default_port_owner(port);
+        let f = f.expect("this process listens there");
+        assert_eq!(f.pid, Some(std::process::id()));
+        assert_eq!(f.tcp_ports, vec![port]);
+        assert_eq!(f.found_by, format!("the default port {port}"));
+        assert!(
+            !notes.iter().any(|n| n.contains("nothing listens")),
+            "{notes:?}"
+        );
+        // Each other server is listed on a line of its own under the count.
+        if let Some(head) = notes.first() {
+            assert!(head.contains("other MySQL-family server"), "{notes:?}");
+            assert!(
+                notes[1..].iter().all(|n| n.starts_with("  pid ")),
+                "{notes:?}"
+            );
+        }
+        drop(l);
+        let (f, notes) = default_port_owner(port);
+        assert!(f.is_none());
+        assert!(
+            notes[0].starts_with(&format!("nothing listens on TCP port {port} here")),
+            "{notes:?}"
         );
     }
 }

@@ -194,6 +194,11 @@ fn listening_inode(port: Option<u16>, path: Option<&str>) -> Option<u64> {
     None
 }
 
+/// Whether a socket listens on TCP `port` (any address) in this network namespace.
+pub fn listens(port: u16) -> bool {
+    listening_inode(Some(port), None).is_some()
+}
+
 /// The process that holds the socket listening on TCP `port` or Unix `path` (None when
 /// nothing listens there or its /proc/<pid>/fd cannot be read: another user's, without
 /// root).
@@ -253,6 +258,7 @@ mod tests {
         let f = of_pid(std::process::id()).unwrap();
         assert!(f.tcp_ports.contains(&port), "{f:?}");
         assert_eq!(owner(Some(port), None), Some(std::process::id()));
+        assert!(listens(port));
         assert!(of_pid(u32::MAX).is_err());
     }
 

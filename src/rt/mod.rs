@@ -5,6 +5,7 @@
 //! `doctor --rt` and `watch` call.
 
 pub mod capture;
+pub mod compressed;
 pub mod fingerprint;
 pub mod follow;
 pub mod proto;

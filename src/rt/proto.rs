@@ -9,12 +9,14 @@
 //! last request segment to the first response segment, time to last byte (TTLB) to the last.
 //! The handshake and authentication are not requests; a connection already open when the
 //! capture starts is picked up at its next request (the first client run after a server run).
+//! Of the compressed protocol the command, the statement and an ERR answer are read from each
+//! run's first frame ([`super::compressed`]); its answers end as TLS ones do.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-use super::sync;
+use super::{compressed, sync};
 use crate::proto::answer::{Answer, Outcome, Progress};
 use crate::proto::packet::{Flow, Packet, PacketReader, MAX_PAYLOAD};
 use crate::proto::{caps, com};
@@ -170,8 +172,9 @@ pub struct Counters {
     pub handshakes: u64,
     pub encrypted_connections: u64,
     pub compressed_connections: u64,
-    /// Connections joined mid-stream whose requests did not read as commands (compressed,
-    /// or cut): timed by direction, with the command unknown, until a request reads as one.
+    /// Connections joined mid-stream whose requests did not read as commands (cut, or a
+    /// compressed frame not captured whole): timed by direction, with the command unknown,
+    /// until a request reads as one (plain packets or whole compressed frames).
     pub unreadable_connections: u64,
     /// Times a connection's byte stream had a hole (bytes not captured) or could not be read.
     pub resyncs: u64,
@@ -187,7 +190,9 @@ enum Mode {
     TlsHandshake { auth_run: bool },
     /// Readable MySQL packets.
     Plain,
-    /// Encrypted or compressed: boundaries from direction changes only.
+    /// Encrypted or compressed: boundaries from direction changes only (of a compressed
+    /// connection, the command and statement are read from each request's first frame, and
+    /// an ERR from the answer's).
     Opaque,
     /// Joined mid-stream: waiting for the first client run after a server run.
     Unsynced,
@@ -500,10 +505,16 @@ fn client_bytes(
                 c.client.reset();
                 c.server.reset();
                 client_bytes(key, c, ts, b, hole, counters, out);
+            } else if run_start && compressed::is_command(b) {
+                // Joined after the login of a compressed connection: whole frames that
+                // inflate to exactly their stated length and hold a command are sure.
+                compressed_from_here(c, counters);
+                client_bytes(key, c, ts, b, hole, counters, out);
             } else {
                 // A request whose bytes do not read as a command (compressed, cut, ...):
                 // timed by direction (its end is what the times start from), and read again
-                // at each next request. Compression is never assumed without the login's flag.
+                // at each next request. Compression is assumed only from the login's flag or
+                // from whole frames that inflate to a command.
                 counters.unreadable_connections += 1;
                 c.mode = Mode::Opaque;
                 c.retry_sync = true;
@@ -513,10 +524,14 @@ fn client_bytes(
             }
         }
         Mode::Plain | Mode::Opaque => {
-            if run_start && c.retry_sync && sync::is_command(b) {
+            if run_start && c.retry_sync {
                 // A connection timed by direction since it was joined reads as commands now.
-                c.mode = Mode::Plain;
-                c.retry_sync = false;
+                if sync::is_command(b) {
+                    c.mode = Mode::Plain;
+                    c.retry_sync = false;
+                } else if compressed::is_command(b) {
+                    compressed_from_here(c, counters);
+                }
             }
             if run_start {
                 if let Some(r) = c.req.take() {
@@ -548,6 +563,9 @@ fn client_bytes(
             });
             req.end_ns = ts;
             if !plain {
+                if run_start && c.compress && !hole {
+                    compressed_request(req, b, out);
+                }
                 return;
             }
             let mut bad = false;
@@ -590,6 +608,9 @@ fn client_bytes(
             if bad {
                 counters.resyncs += 1;
                 c.mode = Mode::Opaque;
+                // Timed by direction from here, and read again at the next request: a hole
+                // in the capture mid-statement must not leave the connection unreadable.
+                c.retry_sync = true;
                 req.command = Command::Unknown;
                 req.query = None;
             }
@@ -597,11 +618,40 @@ fn client_bytes(
     }
 }
 
+/// The command and statement of a compressed request from the first frame of its run: the
+/// commands the server does not answer are counted, the last one it answers is the request's.
+fn compressed_request(req: &mut Req, b: &[u8], out: &mut Vec<Event>) {
+    for (cmd, query) in compressed::commands(b, QUERY_TEXT_CAP) {
+        if Command::no_response(cmd) {
+            out.push(Event::NoResponse(Command::Known(cmd)));
+            // Named so that a close after it (COM_QUIT) is not an abandoned request; an
+            // answered command of the same request keeps its name.
+            if !matches!(req.command, Command::Known(k) if !Command::no_response(k)) {
+                req.command = Command::Known(cmd);
+            }
+        } else {
+            req.command = Command::Known(cmd);
+            req.query = query;
+        }
+    }
+}
+
+/// A connection joined without its login whose requests read as compressed frames.
+fn compressed_from_here(c: &mut Conn, counters: &mut Counters) {
+    counters.compressed_connections += 1;
+    c.compress = true;
+    c.retry_sync = false;
+    c.mode = Mode::Opaque;
+    c.client.reset();
+    c.server.reset();
+}
+
 /// The login's flags (seen from the SYN, or joined at the login): whether the rest is TLS,
 /// and whether the protocol switches to compression after the server's OK.
 fn logged_in(c: &mut Conn, flags: u32, ssl_request: bool, counters: &mut Counters) {
     c.deprecate_eof = Some(flags & CLIENT_DEPRECATE_EOF != 0);
-    c.compress = flags & CLIENT_COMPRESS != 0;
+    // Under TLS the frames are encrypted: compressed or not, nothing of them is read.
+    c.compress = flags & CLIENT_COMPRESS != 0 && !ssl_request;
     if ssl_request {
         counters.encrypted_connections += 1;
         c.mode = Mode::TlsHandshake { auth_run: false };
@@ -682,6 +732,9 @@ fn server_bytes(
             };
             if req.first_resp_ns.is_none() {
                 req.first_resp_ns = Some(ts);
+                if c.mode == Mode::Opaque && c.compress && !hole {
+                    req.error = compressed::starts_with_err(b);
+                }
                 c.server.reset();
                 req.answer = match req.command {
                     Command::Known(cmd) if cmd != PENDING && !c.client.lost => {
@@ -874,6 +927,131 @@ mod tests {
         w.flag(301, Dir::ToServer, false, true);
         assert!(!w.out.iter().any(|e| matches!(e, Event::Abandoned(_))));
         assert_eq!(w.t.connections(), 0);
+    }
+
+    #[test]
+    fn a_request_that_does_not_read_is_read_again_at_the_next() {
+        let mut w = Wire::new();
+        login(&mut w, 0x000f_a68f);
+        let ok = pkt(1, &[0, 0, 0, 2, 0, 0, 0]);
+        // The capture lost the start of a long statement: its tail is not a command.
+        w.seq[0] = w.seq[0].wrapping_add(3000);
+        w.send(100, Dir::ToServer, b"rest of a long statement');");
+        w.send(150, Dir::ToClient, &ok);
+        w.send(1000, Dir::ToServer, &pkt(0, b"\x03SELECT 2"));
+        w.send(1100, Dir::ToClient, &ok);
+        w.send(2000, Dir::ToServer, &pkt(0, &[COM_QUIT]));
+        let x = w.exchanges();
+        assert_eq!(x.len(), 2, "{:?}", w.out);
+        assert_eq!(x[0].command, Command::Unknown);
+        assert_eq!((x[0].ttfb_ns, x[0].ttlb_ns), (50, 50));
+        assert_eq!(x[1].command, Command::Known(COM_QUERY));
+        assert_eq!(x[1].query.as_deref(), Some(&b"SELECT 2"[..]));
+        assert_eq!((x[1].ttfb_ns, x[1].ttlb_ns), (100, 100));
+        assert!(w.out.contains(&Event::NoResponse(Command::Known(COM_QUIT))));
+        assert_eq!(w.t.counters.resyncs, 1);
+    }
+
+    /// A compressed-protocol frame of `inner`: stored, or zlib as clients send 50 bytes and more.
+    fn cframe(seq: u8, inner: &[u8], zlib: bool) -> Vec<u8> {
+        use std::io::Write;
+        let (body, ulen) = if zlib {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(inner).unwrap();
+            (z.finish().unwrap(), inner.len())
+        } else {
+            (inner.to_vec(), 0)
+        };
+        let n = body.len();
+        let mut v = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, seq];
+        v.extend_from_slice(&[ulen as u8, (ulen >> 8) as u8, (ulen >> 16) as u8]);
+        v.extend_from_slice(&body);
+        v
+    }
+
+    /// The requests of one compressed session: a long statement (zlib), a short one
+    /// (stored), one answered with ERR, then COM_QUIT and the close.
+    fn compressed_session(w: &mut Wire, t0: u64) {
+        let long = format!("SELECT c FROM t.a WHERE c <> '{}'", "x".repeat(80));
+        let ok = cframe(1, &pkt(1, &[0, 0, 0, 2, 0, 0, 0]), false);
+        w.send(
+            t0,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, &[b"\x03", long.as_bytes()].concat()), true),
+        );
+        w.send(t0 + 400, Dir::ToClient, &ok);
+        w.send(
+            t0 + 1000,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, b"\x03DO 1"), false),
+        );
+        w.send(t0 + 1300, Dir::ToClient, &ok);
+        w.send(
+            t0 + 2000,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, b"\x03SELECT nosuchcol"), false),
+        );
+        let mut e = b"\xff\x1e\x04#42S22".to_vec();
+        e.extend_from_slice(
+            "Unknown column 'nosuchcol' in 'field list' "
+                .repeat(2)
+                .as_bytes(),
+        );
+        w.send(t0 + 2200, Dir::ToClient, &cframe(1, &pkt(1, &e), true));
+        w.send(
+            t0 + 3000,
+            Dir::ToServer,
+            &cframe(0, &pkt(0, &[COM_QUIT]), false),
+        );
+        w.flag(t0 + 3001, Dir::ToServer, false, true);
+        let x = w.exchanges();
+        assert_eq!(x.len(), 3, "{:?}", w.out);
+        assert!(x.iter().all(|x| x.command == Command::Known(COM_QUERY)));
+        let q: Vec<&[u8]> = x.iter().map(|x| x.query.as_deref().unwrap()).collect();
+        assert_eq!(q, [long.as_bytes(), b"DO 1", b"SELECT nosuchcol"]);
+        let e: Vec<bool> = x.iter().map(|x| x.error).collect();
+        assert_eq!(e, [false, false, true]);
+        let t: Vec<u64> = x.iter().map(|x| x.ttlb_ns).collect();
+        assert_eq!(t, [400, 300, 200]);
+        assert!(w.out.contains(&Event::NoResponse(Command::Known(COM_QUIT))));
+        assert!(
+            !w.out.iter().any(|e| matches!(e, Event::Abandoned(_))),
+            "COM_QUIT is not an abandoned request"
+        );
+        assert_eq!(w.t.counters.compressed_connections, 1);
+        assert_eq!(w.t.counters.unreadable_connections, 0);
+    }
+
+    #[test]
+    fn compressed_requests_read_from_their_frames() {
+        let mut w = Wire::new();
+        login(&mut w, 0x000f_a68f | CLIENT_COMPRESS);
+        compressed_session(&mut w, 1000);
+        assert_eq!(w.t.counters.handshakes, 1);
+    }
+
+    #[test]
+    fn compressed_requests_read_when_joined_after_the_login() {
+        let mut w = Wire::new();
+        // The tail of an answer, then whole frames that inflate to commands.
+        w.send(10, Dir::ToClient, &cframe(3, &pkt(3, &eof()), false));
+        compressed_session(&mut w, 1000);
+        assert_eq!(w.t.counters.handshakes, 0);
+    }
+
+    #[test]
+    fn compressed_under_tls_is_not_read() {
+        let mut w = Wire::new();
+        w.flag(1, Dir::ToServer, true, false);
+        w.flag(2, Dir::ToClient, true, false);
+        w.send(10, Dir::ToClient, &pkt(0, b"\x0a10.11.19-MariaDB\0rest"));
+        let mut ssl = (CLIENT_SSL | CLIENT_COMPRESS | 0x0200)
+            .to_le_bytes()
+            .to_vec();
+        ssl.extend_from_slice(&[0; 28]);
+        w.send(20, Dir::ToServer, &pkt(1, &ssl));
+        let c = w.t.conns.get(&key()).unwrap();
+        assert!(!c.compress, "TLS records are never read as frames");
     }
 
     #[test]
