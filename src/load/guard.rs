@@ -17,24 +17,28 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
-use mysql::prelude::Queryable;
-use mysql::{Conn, Value};
+use mysql::Value;
 
 use super::spec::{restart_refusal, sql_value, Setting, Variant};
 use super::{describe_error, is_connection_error, Connector};
 use crate::change::{self, Change, Conflict, SetGlobal};
 use crate::error::{Error, Result};
 use crate::journal::{self, Record, ServerId};
+use crate::session::{self, Session};
+
+/// How the guard opens its admin session (again after a KILL or a restart): a real
+/// connection, or a scripted server in tests.
+pub type Opener = std::sync::Arc<dyn Fn() -> Result<Box<dyn Session>> + Send + Sync>;
 
 pub use crate::globals::Changed;
 
 pub struct SettingsGuard {
-    connect: Connector,
+    connect: Opener,
     /// The server `connect` reaches: its endpoint and connection flags, for journal records
     /// (this guard's own, never another connection's).
     endpoint: String,
     connect_hint: String,
-    conn: Option<Conn>,
+    conn: Option<Box<dyn Session>>,
     changed: Vec<Changed>,
     /// Journal record id of each entry of `changed`.
     records: Vec<Option<Record>>,
@@ -140,6 +144,12 @@ impl SettingsGuard {
     /// A guard for the server `connect` reaches at `endpoint` (`connect_hint`: the flags that
     /// reach it again, for the restore hint).
     pub fn new(connect: Connector, endpoint: &str, connect_hint: &str) -> SettingsGuard {
+        let open: Opener = std::sync::Arc::new(move || connect().map(session::boxed));
+        SettingsGuard::on_sessions(open, endpoint, connect_hint)
+    }
+
+    /// [`new`](Self::new) with the admin sessions `connect` opens.
+    pub fn on_sessions(connect: Opener, endpoint: &str, connect_hint: &str) -> SettingsGuard {
         SettingsGuard {
             connect,
             endpoint: endpoint.to_string(),
@@ -168,25 +178,29 @@ impl SettingsGuard {
         self.mirror = Some(schema.to_string());
     }
 
-    fn conn(&mut self) -> Result<&mut Conn> {
+    fn conn(&mut self) -> Result<&mut dyn Session> {
         if self.conn.is_none() {
             let mut c = (self.connect)()?;
             // A new admin connection (after a KILL or a reconnect): take our locks again. One
             // that someone else took meanwhile stops the run at its next change.
             for l in &self.locks {
-                let got = change::take_lock(&mut c, l).unwrap_or(false);
+                let got = change::take_lock(&mut *c, l).unwrap_or(false);
                 if !got && self.lost_lock.is_none() {
                     self.lost_lock = Some(l.clone());
                 }
             }
             self.conn = Some(c);
         }
-        Ok(self.conn.as_mut().expect("set above"))
+        Ok(self.conn.as_deref_mut().expect("set above"))
     }
 
     /// Run `f` on the admin connection; when the connection is gone (a server restart, a
     /// KILL), open a new one and try once more.
-    fn with_conn<T>(&mut self, what: &str, f: impl Fn(&mut Conn) -> mysql::Result<T>) -> Result<T> {
+    fn with_conn<T>(
+        &mut self,
+        what: &str,
+        f: impl Fn(&mut dyn Session) -> mysql::Result<T>,
+    ) -> Result<T> {
         let t0 = std::time::Instant::now();
         let r = self.with_conn_inner(what, f);
         if r.is_err() && self.silent.is_none() && t0.elapsed() >= std::time::Duration::from_secs(1)
@@ -215,7 +229,7 @@ impl SettingsGuard {
     fn with_conn_inner<T>(
         &mut self,
         what: &str,
-        f: impl Fn(&mut Conn) -> mysql::Result<T>,
+        f: impl Fn(&mut dyn Session) -> mysql::Result<T>,
     ) -> Result<T> {
         let first = f(self.conn()?);
         let r = match first {
@@ -813,7 +827,7 @@ impl SettingsGuard {
         }
         self.report_late_moves();
         let locks = std::mem::take(&mut self.locks);
-        if let Some(c) = self.conn.as_mut() {
+        if let Some(c) = self.conn.as_deref_mut() {
             for l in &locks {
                 let _ = c.exec_drop("DO RELEASE_LOCK(?)", (l,));
             }
@@ -887,7 +901,7 @@ impl SettingsGuard {
         if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
             // The server's copy first: a kill between the two leaves the local record, which
             // `restore` closes as already back, never a copy that warns other hosts wrongly.
-            if let Some(c) = self.conn.as_mut() {
+            if let Some(c) = self.conn.as_deref_mut() {
                 journal::delete_server_copy(c, &rec);
             }
             journal::close(&rec.id);
@@ -960,7 +974,7 @@ impl SettingsGuard {
                 }
             };
             if self.records[i].is_none() {
-                if let Some(c) = self.conn.as_mut() {
+                if let Some(c) = self.conn.as_deref_mut() {
                     journal::delete_server_copy(c, &rec);
                 }
             }
@@ -968,7 +982,7 @@ impl SettingsGuard {
             self.changed[i].note = note;
         }
         let locks = std::mem::take(&mut self.locks);
-        if let Some(c) = self.conn.as_mut() {
+        if let Some(c) = self.conn.as_deref_mut() {
             for l in &locks {
                 let _ = c.exec_drop("DO RELEASE_LOCK(?)", (l,));
             }

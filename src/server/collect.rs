@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mysql::prelude::Queryable;
-
 use super::conn::{connect_target, Target};
 use super::snapshot::*;
 use crate::error::Result;
 use crate::meter::{Meter, Silent};
+use crate::session::{self, Session};
 
 /// What to collect.
 #[derive(Debug, Clone)]
@@ -46,7 +45,7 @@ struct Ctx {
 impl Ctx {
     fn query<T: mysql::prelude::FromRow>(
         &mut self,
-        conn: &mut mysql::Conn,
+        conn: &mut dyn Session,
         sql: &str,
         what: &str,
         privilege: &str,
@@ -75,7 +74,7 @@ const PFS_WAITS_SQL: &str = "SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT \
      FROM performance_schema.events_waits_summary_global_by_event_name \
      WHERE EVENT_NAME LIKE 'wait/%' AND COUNT_STAR > 0";
 
-fn read_waits(ctx: &mut Ctx, conn: &mut mysql::Conn) -> Vec<WaitRow> {
+fn read_waits(ctx: &mut Ctx, conn: &mut dyn Session) -> Vec<WaitRow> {
     ctx.query::<(String, u64, u64)>(
         conn,
         PFS_WAITS_SQL,
@@ -96,8 +95,10 @@ fn read_waits(ctx: &mut Ctx, conn: &mut mysql::Conn) -> Vec<WaitRow> {
 /// The change is journaled (fsynced) before it is made, and the record closes only after the
 /// state reads back equal (see `crate::journal`); the admin connection is reopened when the
 /// server dropped it (a KILL).
-pub struct InstrumentGuard {
-    conn: Option<mysql::Conn>,
+pub struct InstrumentGuard<'a> {
+    conn: Option<Box<dyn Session>>,
+    /// Opens a new session on the server (after a KILL of ours).
+    open: &'a Opener<'a>,
     target: Target,
     instruments: Vec<(String, String, String)>,
     consumers: Vec<(String, String)>,
@@ -188,20 +189,30 @@ impl crate::change::Change for Instruments<'_> {
     }
 }
 
-fn scalar(c: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
+fn scalar(c: &mut dyn Session, sql: &str) -> mysql::Result<String> {
     let v: Option<Option<String>> = c.query_first(sql)?;
     Ok(v.flatten().unwrap_or_default())
 }
 
-impl InstrumentGuard {
+/// How a collection opens a session on its server: `connect_target` boxed, or a scripted
+/// server in tests.
+pub type Opener<'a> = dyn Fn() -> Result<Box<dyn Session>> + 'a;
+
+impl<'a> InstrumentGuard<'a> {
     /// Record the current state of wait/synch instruments and the global consumer, journal it,
-    /// then enable them. Refuses (bad input) while another spinscope holds or left the
-    /// instruments changed on this server.
-    pub fn enable(conn: mysql::Conn, target: &Target) -> Result<InstrumentGuard> {
+    /// then enable them, on `conn` (a session of its own, opened by `open`, which reopens it).
+    /// Refuses (bad input) while another spinscope holds or left the instruments changed on
+    /// this server.
+    pub fn enable(
+        conn: Box<dyn Session>,
+        open: &'a Opener<'a>,
+        target: &Target,
+    ) -> Result<InstrumentGuard<'a>> {
         use crate::change::{self, Conflict};
         use crate::journal;
         let mut g = InstrumentGuard {
             conn: Some(conn),
+            open,
             target: target.clone(),
             instruments: Vec::new(),
             consumers: Vec::new(),
@@ -220,7 +231,7 @@ impl InstrumentGuard {
             }
             None => crate::Error::runtime(format!("enabling instruments: {e}")),
         };
-        let c = g.conn.as_mut().expect("guard connection");
+        let c = g.conn.as_deref_mut().expect("guard connection");
         let server = journal::identify(c, &target.endpoint(), &target.flags_hint()).map_err(err)?;
         let nothing = Instruments {
             instruments: &[],
@@ -298,7 +309,7 @@ impl InstrumentGuard {
         // Durable record first, then the change.
         journal::open(&rec)?;
         g.record = Some(rec);
-        let c = g.conn.as_mut().expect("guard connection");
+        let c = g.conn.as_deref_mut().expect("guard connection");
         let r = change::send_journaled(
             c,
             &[
@@ -335,9 +346,9 @@ impl InstrumentGuard {
         for attempt in 0..2 {
             if self.conn.is_none() || attempt > 0 {
                 // The server may have dropped (KILLed) our connection: open a new one.
-                self.conn = connect_target(&self.target).ok();
+                self.conn = (self.open)().ok();
             }
-            let Some(c) = self.conn.as_mut() else {
+            let Some(c) = self.conn.as_deref_mut() else {
                 last = "cannot reconnect".into();
                 continue;
             };
@@ -397,7 +408,7 @@ impl InstrumentGuard {
     }
 }
 
-impl Drop for InstrumentGuard {
+impl Drop for InstrumentGuard<'_> {
     fn drop(&mut self) {
         self.restore();
     }
@@ -459,7 +470,7 @@ impl BurstPlan {
 
 /// The OS thread id of the server thread serving this session (MariaDB 10.5+:
 /// `information_schema.PROCESSLIST.TID`; MySQL 8: `performance_schema.threads.THREAD_OS_ID`).
-fn session_tid(conn: &mut mysql::Conn) -> Option<u32> {
+fn session_tid(conn: &mut dyn Session) -> Option<u32> {
     for sql in [
         "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
         "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
@@ -474,7 +485,7 @@ fn session_tid(conn: &mut mysql::Conn) -> Option<u32> {
 /// Sample at `hz` on one persistent connection for `window_s` (SQL counters only). See
 /// [`burst_sample_plan`].
 pub fn burst_sample(
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     hz: f64,
     window_s: f64,
     stop: &AtomicBool,
@@ -488,7 +499,7 @@ pub fn burst_sample(
 /// `plan.hz`. The sampler's own session is removed from Threads_running and its own statements
 /// from Questions. Stops early (keeping what it has) on `stop` or a failed query.
 pub fn burst_sample_plan(
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     plan: &BurstPlan,
     window_s: f64,
     stop: &AtomicBool,
@@ -513,7 +524,7 @@ pub struct BurstSampler {
 
 impl BurstSampler {
     /// Open the /proc series when `plan` asks for it (a note when it cannot).
-    pub fn new(conn: &mut mysql::Conn, plan: &BurstPlan, notes: &mut Vec<String>) -> BurstSampler {
+    pub fn new(conn: &mut dyn Session, plan: &BurstPlan, notes: &mut Vec<String>) -> BurstSampler {
         let mut procs = plan
             .proc_pid
             .and_then(super::proc_threads::ProcThreads::open);
@@ -576,7 +587,7 @@ impl BurstSampler {
     /// start, `questions` from the sampler's first read.
     pub fn sample(
         &mut self,
-        conn: &mut mysql::Conn,
+        conn: &mut dyn Session,
         window_s: f64,
         stop: &AtomicBool,
         notes: &mut Vec<String>,
@@ -764,7 +775,19 @@ pub fn collect_metered(
     stop: &AtomicBool,
     shown: &mut dyn Meter,
 ) -> Result<Snapshot> {
-    let (mut live, version, version_comment) = Live::open(t, o)?;
+    collect_on(t, &|| connect_target(t).map(session::boxed), o, stop, shown)
+}
+
+/// [`collect_metered`] on the sessions `open` opens (each a session on the server `t` names):
+/// the first is the collection's own, others the instruments' and a reconnect's.
+pub fn collect_on(
+    t: &Target,
+    open: &Opener<'_>,
+    o: &CollectOpts,
+    stop: &AtomicBool,
+    shown: &mut dyn Meter,
+) -> Result<Snapshot> {
+    let (mut live, version, version_comment) = Live::open(t, open, o)?;
     let variables = pairs(
         live.query(
             "SHOW GLOBAL VARIABLES",
@@ -774,7 +797,7 @@ pub fn collect_metered(
         .unwrap_or_default(),
     );
     let innodb_status = live.innodb_status();
-    let var_origins = super::var_origin::scrape(&mut live.conn, &version, &mut live.ctx.refused);
+    let var_origins = super::var_origin::scrape(&mut *live.conn, &version, &mut live.ctx.refused);
     let local = t.is_local();
     let mut host = if local {
         Some(local_host(o, &variables))
@@ -789,14 +812,14 @@ pub fn collect_metered(
     }
     let t0 = Instant::now();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
-        p.before = read_waits(&mut live.ctx, &mut live.conn);
+        p.before = read_waits(&mut live.ctx, &mut *live.conn);
     }
     let plan = burst_plan(o, pid.filter(|_| local));
     let sampled = live.window(&variables, &plan, stop, shown);
     let window_s = t0.elapsed().as_secs_f64();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
         if o.window_s > 0.0 {
-            p.after = read_waits(&mut live.ctx, &mut live.conn);
+            p.after = read_waits(&mut live.ctx, &mut *live.conn);
             p.window_s = window_s;
         }
     }
@@ -847,7 +870,8 @@ pub fn collect_metered(
 struct Live<'a> {
     t: &'a Target,
     o: &'a CollectOpts,
-    conn: mysql::Conn,
+    open: &'a Opener<'a>,
+    conn: Box<dyn Session>,
     ctx: Ctx,
     /// This server's change journal, read on `conn` when it opened.
     journal: Option<crate::journal::Checked>,
@@ -863,18 +887,23 @@ struct Sampled {
 
 impl<'a> Live<'a> {
     /// Connect and read the version: the two steps whose failure fails the collection.
-    fn open(t: &'a Target, o: &'a CollectOpts) -> Result<(Live<'a>, String, Option<String>)> {
-        let mut conn = connect_target(t)?;
-        let journal = super::conn::check_journal(&mut conn, t);
+    fn open(
+        t: &'a Target,
+        open: &'a Opener<'a>,
+        o: &'a CollectOpts,
+    ) -> Result<(Live<'a>, String, Option<String>)> {
+        let mut conn = open()?;
+        let journal = super::conn::check_journal(&mut *conn, t);
         if let Some(j) = journal.as_ref().filter(|_| !o.quiet_journal) {
             j.warn();
         }
-        let (version, version_comment) = super::live_settings::version_on(&mut conn)
+        let (version, version_comment) = super::live_settings::version_on(&mut *conn)
             .map_err(|e| super::conn::explain(t, &e))?
             .unwrap_or_default();
         let live = Live {
             t,
             o,
+            open,
             conn,
             ctx: Ctx::default(),
             journal,
@@ -888,7 +917,7 @@ impl<'a> Live<'a> {
         what: &str,
         privilege: &str,
     ) -> Option<Vec<T>> {
-        self.ctx.query(&mut self.conn, sql, what, privilege)
+        self.ctx.query(&mut *self.conn, sql, what, privilege)
     }
 
     fn innodb_status(&mut self) -> Option<String> {
@@ -914,7 +943,7 @@ impl<'a> Live<'a> {
     fn pfs_before(
         &mut self,
         variables: &BTreeMap<String, String>,
-    ) -> Result<(Option<PfsRecord>, Option<InstrumentGuard>)> {
+    ) -> Result<(Option<PfsRecord>, Option<InstrumentGuard<'a>>)> {
         let pfs_on = variables
             .get("performance_schema")
             .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
@@ -929,8 +958,8 @@ impl<'a> Live<'a> {
 
     /// performance_schema is on: count the wait/synch instruments on and timed, and turn
     /// them on for the window when asked.
-    fn pfs_on(&mut self) -> Result<(PfsRecord, Option<InstrumentGuard>)> {
-        let (t, o) = (self.t, self.o);
+    fn pfs_on(&mut self) -> Result<(PfsRecord, Option<InstrumentGuard<'a>>)> {
+        let (t, o, open) = (self.t, self.o, self.open);
         let state: Vec<(String, String)> = self
             .query(
                 "SELECT ENABLED, TIMED FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
@@ -946,7 +975,7 @@ impl<'a> Live<'a> {
         let mut note = None;
         let mut guard = None;
         if o.enable_instruments && o.window_s > 0.0 {
-            match connect_target(t).and_then(|c| InstrumentGuard::enable(c, t)) {
+            match open().and_then(|c| InstrumentGuard::enable(c, open, t)) {
                 Err(e @ crate::Error::BadInput(_)) => return Err(e),
                 Ok(g) => {
                     note = Some(format!(
@@ -1014,7 +1043,7 @@ impl<'a> Live<'a> {
     ) -> Sampled {
         let (t, o) = (self.t, self.o);
         let mut rt = (o.rt && o.window_s > 0.0)
-            .then(|| super::rt_window::start(t, variables, &mut self.conn, o.window_s));
+            .then(|| super::rt_window::start(t, variables, &mut *self.conn, o.window_s));
         if o.window_s > 0.0 {
             shown.period(
                 "doctor",
@@ -1027,7 +1056,7 @@ impl<'a> Live<'a> {
             r.window_starts();
         }
         let burst = (o.window_s > 0.0).then(|| {
-            burst_sample_plan(&mut self.conn, plan, o.window_s, stop, &mut self.ctx.notes)
+            burst_sample_plan(&mut *self.conn, plan, o.window_s, stop, &mut self.ctx.notes)
         });
         let rt = rt.map(super::rt_window::RtWindow::finish);
         shown.finish();
@@ -1057,7 +1086,7 @@ impl<'a> Live<'a> {
     /// Our connection is gone; if a new one opens, the server is there: it dropped (KILLed)
     /// the sampler's session, so go on with the new one. False when none opens.
     fn reconnect(&mut self) -> bool {
-        let Ok(c) = connect_target(self.t) else {
+        let Ok(c) = (self.open)() else {
             return false;
         };
         self.conn = c;
