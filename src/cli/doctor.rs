@@ -94,7 +94,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
     let lost = snap.lost_connection;
     let doc = build_doc(&source, &Facts::from_snapshot(snap));
     if a.json {
-        crate::report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", render(&doc, a.markdown));
     }

@@ -8,7 +8,6 @@ use super::profile::ProfileArgs;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::files;
 use crate::profile::waits::{self, record};
-use crate::report;
 
 /// Run `profile --waits`.
 pub fn run(a: &ProfileArgs) -> Result<i32> {
@@ -50,7 +49,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         None => live(a, max_input)?,
     };
     if a.json {
-        report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", waits::render::text(&doc));
     }

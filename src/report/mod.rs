@@ -10,17 +10,6 @@ pub mod sweep;
 pub mod sweep_html;
 pub mod timeline;
 
-use serde::Serialize;
-
-use crate::error::Result;
-
-/// Print a JSON document to stdout (pretty, newline-terminated).
-pub fn print_json<T: Serialize>(doc: &T) -> Result<()> {
-    let s = to_json(doc)?;
-    println!("{s}");
-    Ok(())
-}
-
 // JSON saving, the table builder and the number formatters are plain helpers below every
 // layer (`files`, `units`: the engines use them too); re-exported here for the renderers and
 // older callers.

@@ -207,6 +207,7 @@ impl<'a> InstrumentGuard<'a> {
         conn: Box<dyn Session>,
         open: &'a Opener<'a>,
         target: &Target,
+        shown: &mut dyn Meter,
     ) -> Result<InstrumentGuard<'a>> {
         use crate::change::{self, Conflict};
         use crate::journal;
@@ -322,7 +323,7 @@ impl<'a> InstrumentGuard<'a> {
         match r {
             Ok(()) => Ok(g),
             Err(e) => {
-                g.restore();
+                g.restore(shown);
                 Err(err(e))
             }
         }
@@ -372,8 +373,9 @@ impl<'a> InstrumentGuard<'a> {
         Err(last)
     }
 
-    /// Put the recorded state back (once). Prints the statements to run by hand if that fails.
-    pub fn restore(&mut self) -> bool {
+    /// Put the recorded state back (once), saying how it went as a note to `shown` (with the
+    /// statements to run by hand when it failed).
+    pub fn restore(&mut self, shown: &mut dyn Meter) -> bool {
         if self.attempted {
             return self.restored;
         }
@@ -389,19 +391,19 @@ impl<'a> InstrumentGuard<'a> {
                 if let Some(r) = self.record.take() {
                     crate::journal::close(&r.id);
                 }
-                eprintln!(
-                    "spinscope: restored {} performance_schema setting(s) (read back)",
+                shown.note(&format!(
+                    "restored {} performance_schema setting(s) (read back)",
                     self.changed()
-                );
+                ));
                 self.restored = true;
             }
             Err(why) => {
-                eprintln!(
-                    "spinscope: could not restore {} performance_schema setting(s) ({why}); run `spinscope restore {}`, or:\n{}",
+                shown.note(&format!(
+                    "could not restore {} performance_schema setting(s) ({why}); run `spinscope restore {}`, or:\n{}",
                     self.changed(),
                     self.target.flags_hint(),
                     stmts.iter().map(|s| format!("{s};")).collect::<Vec<_>>().join("\n")
-                );
+                ));
             }
         }
         self.restored
@@ -409,8 +411,10 @@ impl<'a> InstrumentGuard<'a> {
 }
 
 impl Drop for InstrumentGuard<'_> {
+    // Only a panic between `enable` and the collection's own `restore` gets here: the
+    // instruments are still put back, nobody is left to show the note to.
     fn drop(&mut self) {
-        self.restore();
+        self.restore(&mut Silent);
     }
 }
 
@@ -787,7 +791,7 @@ pub fn collect_on(
     stop: &AtomicBool,
     shown: &mut dyn Meter,
 ) -> Result<Snapshot> {
-    let (mut live, version, version_comment) = Live::open(t, open, o)?;
+    let (mut live, version, version_comment) = Live::open(t, open, o, shown)?;
     let variables = pairs(
         live.query(
             "SHOW GLOBAL VARIABLES",
@@ -800,11 +804,11 @@ pub fn collect_on(
     let var_origins = super::var_origin::scrape(&mut *live.conn, &version, &mut live.ctx.refused);
     let local = t.is_local();
     let mut host = if local {
-        Some(local_host(o, &variables))
+        Some(local_host(o, &variables, shown))
     } else {
         o.host_facts.clone()
     };
-    let (mut pfs, mut guard) = live.pfs_before(&variables)?;
+    let (mut pfs, mut guard) = live.pfs_before(&variables, shown)?;
     let status_before = live.status();
     let pid = host.as_ref().and_then(|h| h.server_pid);
     if local {
@@ -832,7 +836,7 @@ pub fn collect_on(
         counters_after(host.as_mut(), pid);
     }
     if let Some(mut g) = guard.take() {
-        let ok = g.restore();
+        let ok = g.restore(shown);
         if let Some(p) = pfs.as_mut() {
             p.restored = ok;
         }
@@ -891,11 +895,14 @@ impl<'a> Live<'a> {
         t: &'a Target,
         open: &'a Opener<'a>,
         o: &'a CollectOpts,
+        shown: &mut dyn Meter,
     ) -> Result<(Live<'a>, String, Option<String>)> {
         let mut conn = open()?;
         let journal = super::conn::check_journal(&mut *conn, t);
         if let Some(j) = journal.as_ref().filter(|_| !o.quiet_journal) {
-            j.warn();
+            for w in crate::journal::warnings(&j.findings) {
+                shown.note(&w);
+            }
         }
         let (version, version_comment) = super::live_settings::version_on(&mut *conn)
             .map_err(|e| super::conn::explain(t, &e))?
@@ -943,14 +950,15 @@ impl<'a> Live<'a> {
     fn pfs_before(
         &mut self,
         variables: &BTreeMap<String, String>,
+        shown: &mut dyn Meter,
     ) -> Result<(Option<PfsRecord>, Option<InstrumentGuard<'a>>)> {
         let pfs_on = variables
             .get("performance_schema")
             .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
         if pfs_on {
-            self.pfs_on().map(|(p, g)| (Some(p), g))
+            self.pfs_on(shown).map(|(p, g)| (Some(p), g))
         } else if variables.contains_key("performance_schema") {
-            Ok((Some(self.pfs_off()), None))
+            Ok((Some(self.pfs_off(shown)), None))
         } else {
             Ok((None, None))
         }
@@ -958,7 +966,10 @@ impl<'a> Live<'a> {
 
     /// performance_schema is on: count the wait/synch instruments on and timed, and turn
     /// them on for the window when asked.
-    fn pfs_on(&mut self) -> Result<(PfsRecord, Option<InstrumentGuard<'a>>)> {
+    fn pfs_on(
+        &mut self,
+        shown: &mut dyn Meter,
+    ) -> Result<(PfsRecord, Option<InstrumentGuard<'a>>)> {
         let (t, o, open) = (self.t, self.o, self.open);
         let state: Vec<(String, String)> = self
             .query(
@@ -975,7 +986,7 @@ impl<'a> Live<'a> {
         let mut note = None;
         let mut guard = None;
         if o.enable_instruments && o.window_s > 0.0 {
-            match open().and_then(|c| InstrumentGuard::enable(c, open, t)) {
+            match open().and_then(|c| InstrumentGuard::enable(c, open, t, shown)) {
                 Err(e @ crate::Error::BadInput(_)) => return Err(e),
                 Ok(g) => {
                     note = Some(format!(
@@ -1009,13 +1020,13 @@ impl<'a> Live<'a> {
 
     /// performance_schema is off: it can only be turned on at server start, so say so
     /// instead of nothing when `--enable-instruments` asked for it.
-    fn pfs_off(&self) -> PfsRecord {
+    fn pfs_off(&self, shown: &mut dyn Meter) -> PfsRecord {
         let o = self.o;
         let note = (o.enable_instruments && o.window_s > 0.0).then(|| {
             let n = "--enable-instruments did nothing: performance_schema is OFF on this server \
                      and can only be turned on at start; add performance_schema=ON under [mysqld] \
                      and restart the server, then rerun";
-            eprintln!("spinscope: {n}");
+            shown.note(n);
             n.to_string()
         });
         PfsRecord {
@@ -1107,7 +1118,11 @@ fn journal_notes(entries: &[crate::journal::Entry], now_unix_s: i64) -> Vec<Stri
 
 /// This host's facts for a local server: measured, or the probe figures from `--host-facts`
 /// (the spin hint's cost), with the server's process found from its pid file.
-fn local_host(o: &CollectOpts, variables: &BTreeMap<String, String>) -> HostFacts {
+fn local_host(
+    o: &CollectOpts,
+    variables: &BTreeMap<String, String>,
+    shown: &mut dyn Meter,
+) -> HostFacts {
     // A probe file given with --host-facts replaces the live measurement.
     let mut h = if o
         .host_facts
@@ -1116,7 +1131,7 @@ fn local_host(o: &CollectOpts, variables: &BTreeMap<String, String>) -> HostFact
     {
         super::host::local_static()
     } else {
-        super::host::local_with_probe()
+        super::host::local_with_probe(shown)
     };
     if let Some(pf) = variables.get("pid_file") {
         if let Some((pid, comm)) = super::host::server_pid(pf) {

@@ -226,3 +226,36 @@ fn the_recorded_identity_names_the_recording_host() {
     let keys: BTreeSet<String> = [ia.key, ib.key].into();
     assert_eq!(keys.len(), 2);
 }
+
+#[test]
+fn the_collectors_notes_go_to_its_meter_not_to_stderr() {
+    let j = own_journal();
+    let fake = Scripted::recorded(MARIADB_10_11).unwrap();
+    journal::save_in(j.path(), &left_changed(&fake, "a:3306")).unwrap();
+    // The recorded server runs with performance_schema OFF: asking for the instruments over a
+    // window says so; the journal's warning is said too (not quiet).
+    let o = CollectOpts {
+        window_s: 0.05,
+        enable_instruments: true,
+        quiet_journal: false,
+        ..opts()
+    };
+    let mut said = Vec::new();
+    let snap = collect_on(
+        &remote(),
+        &|| fake.connect(),
+        &o,
+        &AtomicBool::new(false),
+        &mut crate::meter::Notes(|t: &str| said.push(t.to_string())),
+    )
+    .unwrap();
+    let pfs_note = snap.pfs.as_ref().and_then(|p| p.note.clone()).unwrap();
+    assert!(pfs_note.contains("performance_schema is OFF"), "{pfs_note}");
+    assert_eq!(said.len(), 2, "{said:#?}");
+    assert!(
+        said[0].starts_with("warning: innodb_spin_wait_delay on a:3306 was changed from 4 to 6000")
+    );
+    assert_eq!(said[1], pfs_note);
+    // The window sampled the recorded counters.
+    assert!(snap.burst.as_ref().is_some_and(|b| !b.points.is_empty()));
+}

@@ -60,7 +60,7 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         &|| (sh.connect)(&w.target),
         &opts,
         &never,
-        &mut crate::meter::Silent,
+        &mut crate::meter::Notes(say_note),
     )?;
     // This server's journal, said once per connection under its own name.
     for e in &snap.journal {
@@ -101,6 +101,12 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         proc: None,
         port: Some(crate::server::rt_window::server_port(&facts.snap.variables)),
     })
+}
+
+/// A collection's note (the host's spin figure) as watch always said it: a `spinscope: TEXT`
+/// line without watch's time stamp, as the collector printed it before it took a meter.
+fn say_note(text: &str) {
+    eprintln!("spinscope: {text}");
 }
 
 /// What the sampler needs, read on the sampling connection itself: version, cores, the
@@ -367,7 +373,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Result<Pending, (Re
             &|| connect(&t),
             &opts,
             &never,
-            &mut crate::meter::Silent,
+            &mut crate::meter::Notes(say_note),
         );
         let processlist = processlist(&t);
         let perf = match (local, pid) {
