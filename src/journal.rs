@@ -123,9 +123,10 @@ impl Record {
     }
 }
 
-/// Test seam: `SPINSCOPE_FAULT=after-journal[:N]` or `after-statement[:N]` stops this process
-/// dead (SIGKILL, as `kill -9`) right after the journal write for, or right after, the N-th
-/// change statement it sends (default 1st).
+/// Test seam, only in a build with the `test-seams` feature: `SPINSCOPE_FAULT=after-journal[:N]`
+/// or `after-statement[:N]` stops this process dead (SIGKILL, as `kill -9`) right after the
+/// journal write for, or right after, the N-th change statement it sends (default 1st).
+#[cfg(feature = "test-seams")]
 pub const FAULT_ENV: &str = "SPINSCOPE_FAULT";
 
 /// The two sides of a change statement a crash can fall on.
@@ -135,12 +136,13 @@ pub enum Fault {
     AfterStatement,
 }
 
+#[cfg(feature = "test-seams")]
 static FAULT_SEEN: [std::sync::atomic::AtomicU64; 2] = [
     std::sync::atomic::AtomicU64::new(0),
     std::sync::atomic::AtomicU64::new(0),
 ];
 
-/// Parse a [`FAULT_ENV`] value: the point and which statement (1-based).
+/// Parse a `SPINSCOPE_FAULT` value: the point and which statement (1-based).
 pub fn parse_fault(spec: &str) -> Option<(Fault, u64)> {
     let (name, n) = match spec.trim().split_once(':') {
         Some((a, b)) => (a, b.trim().parse().ok().filter(|n| *n > 0)?),
@@ -154,8 +156,14 @@ pub fn parse_fault(spec: &str) -> Option<(Fault, u64)> {
     Some((p, n))
 }
 
+/// A point where `SPINSCOPE_FAULT` may stop the process (a build with the `test-seams`
+/// feature); called once per change statement on each side.
+#[cfg(not(feature = "test-seams"))]
+pub fn fault_point(_: Fault) {}
+
 /// A point where [`FAULT_ENV`] may stop the process; called once per change statement on
 /// each side.
+#[cfg(feature = "test-seams")]
 pub fn fault_point(p: Fault) {
     let Some((want, n)) = std::env::var(FAULT_ENV).ok().and_then(|s| parse_fault(&s)) else {
         return;
@@ -292,17 +300,30 @@ fn journal_dir() -> Result<PathBuf> {
 
 use std::os::unix::fs::DirBuilderExt;
 
-/// Test seam: seconds added to this host's clock as spinscope reads it, to prove that a
-/// client whose clock is off (or stepped by NTP) decides nothing about a server.
+/// Test seam, only in a build with the `test-seams` feature: seconds added to this host's
+/// clock as spinscope reads it, to prove that a client whose clock is off (or stepped by NTP)
+/// decides nothing about a server.
+#[cfg(feature = "test-seams")]
 pub const CLOCK_SHIFT_ENV: &str = "SPINSCOPE_TEST_CLOCK_SHIFT_S";
 
-/// This host's clock, unix seconds (shifted by [`CLOCK_SHIFT_ENV`] when set). Used only for
-/// people ("opened 5 min ago"), never for a server's identity.
-pub fn now_unix() -> i64 {
-    let shift: i64 = std::env::var(CLOCK_SHIFT_ENV)
+#[cfg(feature = "test-seams")]
+fn clock_shift_s() -> i64 {
+    std::env::var(CLOCK_SHIFT_ENV)
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+#[cfg(not(feature = "test-seams"))]
+fn clock_shift_s() -> i64 {
+    0
+}
+
+/// This host's clock, unix seconds (shifted by `SPINSCOPE_TEST_CLOCK_SHIFT_S` in a build with
+/// the `test-seams` feature). Used only for people ("opened 5 min ago"), never for a server's
+/// identity.
+pub fn now_unix() -> i64 {
+    let shift = clock_shift_s();
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
