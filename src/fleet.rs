@@ -112,7 +112,7 @@ pub enum Event<'a> {
 /// What a member's thread sends back: a note while it runs, its row at the end.
 enum Msg {
     Note(String),
-    Row(usize, Row),
+    Row(usize, Box<Row>),
 }
 
 /// How long one member may take before it is given up: the window, the connect timeout (the
@@ -182,7 +182,7 @@ pub fn diagnose_with(
                 .name(format!("fleet-{i}"))
                 .spawn(move || {
                     let row = diagnose_one(&m2, &o2, &halt2, &tx2);
-                    let _ = tx2.send(Msg::Row(i, row));
+                    let _ = tx2.send(Msg::Row(i, Box::new(row)));
                 });
             match spawned {
                 Ok(_) => running.push((i, Instant::now())),
@@ -195,6 +195,7 @@ pub fn diagnose_with(
         match rx.recv_timeout(Duration::from_millis(250)) {
             Ok(Msg::Note(text)) => on(Event::Note { text: &text }),
             Ok(Msg::Row(i, row)) => {
+                let row = *row;
                 // A row that arrives after its member was given up is dropped.
                 if let Some(p) = running.iter().position(|r| r.0 == i) {
                     running.remove(p);

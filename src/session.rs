@@ -280,6 +280,9 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// A test's look at each statement before it is answered.
+type Hook = Box<dyn FnMut(&str) + Send>;
+
 /// What every handle of one [`Scripted`] server shares.
 #[derive(Default)]
 struct State {
@@ -292,7 +295,7 @@ struct State {
     /// Every statement sent, in order, as matched.
     log: Vec<String>,
     /// Called with each statement before it is answered (a test looks at the journal there).
-    hook: Option<Box<dyn FnMut(&str) + Send>>,
+    hook: Option<Hook>,
     /// Sessions refuse everything (the server went away).
     gone: bool,
 }

@@ -12,6 +12,9 @@ use crate::session::{Reply, Scripted, MARIADB_10_11};
 
 const VAR: &str = "innodb_spin_wait_delay";
 
+/// Each `SET GLOBAL` of the variable with the journal's open records (original, set to) then.
+type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>;
+
 fn guard(fake: &Scripted) -> SettingsGuard {
     let f = fake.clone();
     SettingsGuard::on_sessions(
@@ -44,7 +47,7 @@ fn setup() -> (Scripted, tempfile::TempDir, String) {
 fn each_change_is_journaled_before_it_is_sent_and_closed_after_the_read_back() {
     let (fake, _d, before) = setup();
     // What the journal held each time a SET GLOBAL of the variable reached the server.
-    let seen: Arc<Mutex<Vec<(String, Vec<(String, String)>)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let s = seen.clone();
     fake.on_statement(move |sql| {
         if sql.starts_with(&format!("SET GLOBAL {VAR} =")) {

@@ -505,7 +505,9 @@ fn load_clients(plan: &TunePlan, target: &Target) -> Result<(Connector, load::Cl
 }
 
 /// After the race: the decision, the winner applied (`--apply`, a proven change, a race run
-/// to its end) or every setting restored, and the document.
+/// to its end) or every setting restored, and the document. (`shown` takes the guard's notes
+/// of the restore: the guard is dropped here with `s`.)
+#[allow(clippy::too_many_arguments)]
 fn report(
     plan: &TunePlan,
     mut s: Setup,
