@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use mysql::prelude::Queryable;
+use crate::session::Session;
 
 use crate::journal::{self, Record, ServerId, Standing};
 
@@ -59,7 +59,7 @@ pub enum Conflict {
 
 /// The first journal record of `change` on the server `now` that stops a new change; records
 /// a restart made moot are closed on the way, this process's own are passed over.
-pub fn conflict(conn: &mut mysql::Conn, now: &ServerId, change: &impl Change) -> Option<Conflict> {
+pub fn conflict(conn: &mut dyn Session, now: &ServerId, change: &impl Change) -> Option<Conflict> {
     let what = change.what();
     for r in journal::records_for(conn, now) {
         if !r.what.eq_ignore_ascii_case(&what) {
@@ -75,7 +75,7 @@ pub fn conflict(conn: &mut mysql::Conn, now: &ServerId, change: &impl Change) ->
 }
 
 /// Take the named lock `name` without waiting: false when another session holds it.
-pub fn take_lock(conn: &mut impl Queryable, name: &str) -> mysql::Result<bool> {
+pub fn take_lock(conn: &mut dyn Session, name: &str) -> mysql::Result<bool> {
     let got: Option<Option<i64>> = conn.exec_first("SELECT GET_LOCK(?, 0)", (name,))?;
     Ok(got.flatten() == Some(1))
 }
@@ -108,7 +108,7 @@ pub fn record(
 
 /// Send `statements` of a change whose journal record is already durable, with the journal's
 /// fault points (issue 24) on each side of every statement.
-pub fn send_journaled(conn: &mut impl Queryable, statements: &[&str]) -> mysql::Result<()> {
+pub fn send_journaled(conn: &mut dyn Session, statements: &[&str]) -> mysql::Result<()> {
     statements.iter().try_for_each(|sql| {
         journal::fault_point(journal::Fault::AfterJournal);
         conn.query_drop(sql)?;

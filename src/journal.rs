@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use mysql::prelude::Queryable;
+use crate::session::Session;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -123,9 +123,10 @@ impl Record {
     }
 }
 
-/// Test seam: `SPINSCOPE_FAULT=after-journal[:N]` or `after-statement[:N]` stops this process
-/// dead (SIGKILL, as `kill -9`) right after the journal write for, or right after, the N-th
-/// change statement it sends (default 1st).
+/// Test seam, only in a build with the `test-seams` feature: `SPINSCOPE_FAULT=after-journal[:N]`
+/// or `after-statement[:N]` stops this process dead (SIGKILL, as `kill -9`) right after the
+/// journal write for, or right after, the N-th change statement it sends (default 1st).
+#[cfg(feature = "test-seams")]
 pub const FAULT_ENV: &str = "SPINSCOPE_FAULT";
 
 /// The two sides of a change statement a crash can fall on.
@@ -135,12 +136,13 @@ pub enum Fault {
     AfterStatement,
 }
 
+#[cfg(feature = "test-seams")]
 static FAULT_SEEN: [std::sync::atomic::AtomicU64; 2] = [
     std::sync::atomic::AtomicU64::new(0),
     std::sync::atomic::AtomicU64::new(0),
 ];
 
-/// Parse a [`FAULT_ENV`] value: the point and which statement (1-based).
+/// Parse a `SPINSCOPE_FAULT` value: the point and which statement (1-based).
 pub fn parse_fault(spec: &str) -> Option<(Fault, u64)> {
     let (name, n) = match spec.trim().split_once(':') {
         Some((a, b)) => (a, b.trim().parse().ok().filter(|n| *n > 0)?),
@@ -154,8 +156,14 @@ pub fn parse_fault(spec: &str) -> Option<(Fault, u64)> {
     Some((p, n))
 }
 
+/// A point where `SPINSCOPE_FAULT` may stop the process (a build with the `test-seams`
+/// feature); called once per change statement on each side.
+#[cfg(not(feature = "test-seams"))]
+pub fn fault_point(_: Fault) {}
+
 /// A point where [`FAULT_ENV`] may stop the process; called once per change statement on
 /// each side.
+#[cfg(feature = "test-seams")]
 pub fn fault_point(p: Fault) {
     let Some((want, n)) = std::env::var(FAULT_ENV).ok().and_then(|s| parse_fault(&s)) else {
         return;
@@ -177,7 +185,7 @@ pub fn fault_point(p: Fault) {
 pub const SERVER_TABLE: &str = "spinscope_journal";
 
 /// Write (or rewrite) the copy of `rec` in its scratch schema on the server.
-pub fn write_server_copy(conn: &mut mysql::Conn, rec: &Record) -> mysql::Result<()> {
+pub fn write_server_copy(conn: &mut dyn Session, rec: &Record) -> mysql::Result<()> {
     let Some(schema) = &rec.server_copy else {
         return Ok(());
     };
@@ -192,7 +200,7 @@ pub fn write_server_copy(conn: &mut mysql::Conn, rec: &Record) -> mysql::Result<
 }
 
 /// Remove the server-side copy of `rec` (if it has one).
-pub fn delete_server_copy(conn: &mut mysql::Conn, rec: &Record) {
+pub fn delete_server_copy(conn: &mut dyn Session, rec: &Record) {
     if let Some(schema) = &rec.server_copy {
         let _ = conn.exec_drop(
             format!("DELETE FROM `{schema}`.`{SERVER_TABLE}` WHERE id = ?"),
@@ -202,7 +210,7 @@ pub fn delete_server_copy(conn: &mut mysql::Conn, rec: &Record) {
 }
 
 /// Every record copied to the server, from every schema that has the journal table.
-pub fn server_records(conn: &mut mysql::Conn) -> Vec<Record> {
+pub fn server_records(conn: &mut dyn Session) -> Vec<Record> {
     let schemas: Vec<String> = conn
         .exec(
             "SELECT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_NAME = ?",
@@ -224,7 +232,7 @@ pub fn server_records(conn: &mut mysql::Conn) -> Vec<Record> {
 
 /// The records of the server behind `conn`: this host's journal plus the copies on the server
 /// made from other hosts.
-pub fn records_for(conn: &mut mysql::Conn, now: &ServerId) -> Vec<Record> {
+pub fn records_for(conn: &mut dyn Session, now: &ServerId) -> Vec<Record> {
     let mut recs = for_server(now);
     for r in server_records(conn) {
         if now.same_as(&r.server) && !recs.iter().any(|l| l.id == r.id) {
@@ -236,7 +244,7 @@ pub fn records_for(conn: &mut mysql::Conn, now: &ServerId) -> Vec<Record> {
 }
 
 /// [`holder_state`], and for a holder on another host, whether it still holds its lock.
-pub fn holder_state_on(conn: &mut mysql::Conn, r: &Record) -> HolderState {
+pub fn holder_state_on(conn: &mut dyn Session, r: &Record) -> HolderState {
     match holder_state(&r.holder) {
         HolderState::OtherHost => match &r.lock {
             Some(l) => {
@@ -257,7 +265,7 @@ pub fn holder_state_on(conn: &mut mysql::Conn, r: &Record) -> HolderState {
 }
 
 /// Close a record here and on the server.
-pub fn close_everywhere(conn: &mut mysql::Conn, r: &Record) {
+pub fn close_everywhere(conn: &mut dyn Session, r: &Record) {
     // The server's copy first: a kill between the two leaves the local (durable) record.
     delete_server_copy(conn, r);
     close(&r.id);
@@ -265,6 +273,9 @@ pub fn close_everywhere(conn: &mut mysql::Conn, r: &Record) {
 
 /// Where the journal lives; None when neither XDG_STATE_HOME nor HOME is set.
 pub fn dir() -> Option<PathBuf> {
+    if let Some(d) = test_dir() {
+        return Some(d);
+    }
     Some(crate::files::state_dir()?.join("journal"))
 }
 
@@ -289,17 +300,30 @@ fn journal_dir() -> Result<PathBuf> {
 
 use std::os::unix::fs::DirBuilderExt;
 
-/// Test seam: seconds added to this host's clock as spinscope reads it, to prove that a
-/// client whose clock is off (or stepped by NTP) decides nothing about a server.
+/// Test seam, only in a build with the `test-seams` feature: seconds added to this host's
+/// clock as spinscope reads it, to prove that a client whose clock is off (or stepped by NTP)
+/// decides nothing about a server.
+#[cfg(feature = "test-seams")]
 pub const CLOCK_SHIFT_ENV: &str = "SPINSCOPE_TEST_CLOCK_SHIFT_S";
 
-/// This host's clock, unix seconds (shifted by [`CLOCK_SHIFT_ENV`] when set). Used only for
-/// people ("opened 5 min ago"), never for a server's identity.
-pub fn now_unix() -> i64 {
-    let shift: i64 = std::env::var(CLOCK_SHIFT_ENV)
+#[cfg(feature = "test-seams")]
+fn clock_shift_s() -> i64 {
+    std::env::var(CLOCK_SHIFT_ENV)
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+#[cfg(not(feature = "test-seams"))]
+fn clock_shift_s() -> i64 {
+    0
+}
+
+/// This host's clock, unix seconds (shifted by `SPINSCOPE_TEST_CLOCK_SHIFT_S` in a build with
+/// the `test-seams` feature). Used only for people ("opened 5 min ago"), never for a server's
+/// identity.
+pub fn now_unix() -> i64 {
+    let shift = clock_shift_s();
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -487,7 +511,7 @@ fn text(v: &mysql::Value) -> String {
 }
 
 /// Read the server's facts in one statement (the first of [`IDENTITY_SQL`] the server accepts).
-pub fn read_facts(conn: &mut mysql::Conn) -> mysql::Result<Facts> {
+pub fn read_facts(conn: &mut dyn Session) -> mysql::Result<Facts> {
     let mut last = None;
     for sql in IDENTITY_SQL {
         match conn.query_first::<mysql::Row, _>(sql) {
@@ -523,7 +547,7 @@ pub fn read_facts(conn: &mut mysql::Conn) -> mysql::Result<Facts> {
 
 /// Read the identity of the server behind `conn` from the server alone ([`read_facts`]).
 pub fn identify(
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     endpoint: &str,
     connect_hint: &str,
 ) -> mysql::Result<ServerId> {
@@ -718,7 +742,7 @@ pub enum Standing {
 
 /// Where `r` stands (the one reading of a record that `examine` and both change guards
 /// share); a record a restart made moot is closed here and on the server.
-pub fn standing(conn: &mut mysql::Conn, r: &Record, now: &ServerId) -> Standing {
+pub fn standing(conn: &mut dyn Session, r: &Record, now: &ServerId) -> Standing {
     match holder_state_on(conn, r) {
         HolderState::Me => Standing::Mine,
         HolderState::Alive => Standing::Live,
@@ -732,7 +756,7 @@ pub fn standing(conn: &mut mysql::Conn, r: &Record, now: &ServerId) -> Standing 
 
 /// Sort the journal's records for `now` into left behind / closed by a restart / live, and
 /// close the ones a restart made moot.
-pub fn examine(conn: &mut mysql::Conn, now: &ServerId) -> Findings {
+pub fn examine(conn: &mut dyn Session, now: &ServerId) -> Findings {
     let mut f = Findings::default();
     for r in records_for(conn, now) {
         match standing(conn, &r, now) {
@@ -880,7 +904,7 @@ impl Checked {
 
 /// Read the journal for the server behind `conn` (reached at `endpoint` with the flags
 /// `connect_hint`); None when the server cannot say who it is.
-pub fn check(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &str) -> Option<Checked> {
+pub fn check(conn: &mut dyn Session, endpoint: &str, connect_hint: &str) -> Option<Checked> {
     let server = identify(conn, endpoint, connect_hint).ok()?;
     let findings = examine(conn, &server);
     Some(Checked { server, findings })
@@ -889,7 +913,7 @@ pub fn check(conn: &mut mysql::Conn, endpoint: &str, connect_hint: &str) -> Opti
 /// For a record whose statement was in flight when its process died: the globals that differ
 /// now from just before that statement (name, before, now). spinscope cannot tell its side
 /// effect from someone else's change there, so they are named, never set.
-pub fn moved_since_in_flight(conn: &mut mysql::Conn, r: &Record) -> Vec<(String, String, String)> {
+pub fn moved_since_in_flight(conn: &mut dyn Session, r: &Record) -> Vec<(String, String, String)> {
     if r.around.is_empty() {
         return Vec::new();
     }
@@ -928,7 +952,7 @@ pub enum Restored {
     Failed(String),
 }
 
-fn read_scalar(conn: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
+fn read_scalar(conn: &mut dyn Session, sql: &str) -> mysql::Result<String> {
     let v: Option<mysql::Value> = conn.query_first(sql)?;
     Ok(match v {
         Some(mysql::Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
@@ -939,7 +963,7 @@ fn read_scalar(conn: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
 
 /// Put one record back on the server behind `conn` (whose identity is `now`): only where the
 /// current value is still the one spinscope set, unless `force`.
-pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force: bool) -> Restored {
+pub fn restore_record(conn: &mut dyn Session, now: &ServerId, r: &Record, force: bool) -> Restored {
     if restarted_since(r, now) {
         close_everywhere(conn, r);
         return Restored::Restarted;
@@ -971,6 +995,29 @@ pub fn restore_record(conn: &mut mysql::Conn, now: &ServerId, r: &Record, force:
         Ok(v) => Restored::Failed(format!("reads {v} after the restore, not {}", r.original)),
         Err(e) => Restored::Failed(crate::error::describe_error(&e).1),
     }
+}
+
+#[cfg(not(test))]
+fn test_dir() -> Option<PathBuf> {
+    None
+}
+// A unit test's own journal directory (just before the tests: the layer check reads a file up
+// to its first `#[cfg(test)]`). Per thread, so tests running side by side neither share one nor
+// change the process's environment; no such thing outside unit tests.
+#[cfg(test)]
+thread_local! {
+    static TEST_DIR: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Keep this thread's journal in `d` (unit tests only).
+#[cfg(test)]
+pub fn use_dir_in_this_thread(d: &Path) {
+    TEST_DIR.with(|t| *t.borrow_mut() = Some(d.to_path_buf()));
+}
+
+#[cfg(test)]
+fn test_dir() -> Option<PathBuf> {
+    TEST_DIR.with(|d| d.borrow().clone())
 }
 
 #[cfg(test)]

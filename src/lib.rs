@@ -27,6 +27,7 @@ pub mod report;
 pub mod rt;
 pub mod secret;
 pub mod server;
+pub mod session;
 pub mod spin;
 pub mod sweep;
 pub mod tune;

@@ -31,6 +31,20 @@ pub trait Meter {
 pub const DOCTOR_WINDOW_ASIDE: &str =
     "the sampling window; the collection around it comes on top, said at the end";
 
+/// A meter that shows only its notes, each handed to the function it holds (a worker
+/// thread's way to the caller that shows them: fleet doctor sends them over its channel).
+pub struct Notes<F: FnMut(&str)>(pub F);
+
+impl<F: FnMut(&str)> Meter for Notes<F> {
+    fn start(&mut self, _: &str, _: &'static str, _: u64, _: f64, _: &str) {}
+    fn step(&mut self, _: u64, _: &str) {}
+    fn period(&mut self, _: &str, _: &str, _: f64, _: &str) {}
+    fn finish(&mut self) {}
+    fn note(&mut self, text: &str) {
+        (self.0)(text)
+    }
+}
+
 /// A meter that shows nothing.
 pub struct Silent;
 

@@ -38,6 +38,9 @@ for cmd in $("$bin" --help | awk '/^Commands:/{on=1;next} on&&/^  [a-z]/{print $
 done
 ! grep -qE '\.symtab|\.debug_info' <<<"$(readelf -S "$bin")" || fail "binary not stripped"
 grep -q '^spinscope ' <<<"$("$bin" --version)" || fail "the packaged binary does not run"
+# Built without the test-seams feature: the test switches are not in the binary at all.
+! grep -aqE 'SPINSCOPE_FAULT|SPINSCOPE_TEST_CLOCK_SHIFT_S' "$bin" \
+  || fail "the packaged binary reads a test switch (built with --features test-seams?)"
 grep -q '"schema": *"spinscope.spin/1"' <<<"$("$bin" spin --server 8.0.36 --pause-ns 40 --json)" \
   || fail "the packaged binary's spin gave no document"
 grep -q 'metrics.*listen' <<<"$(zcat "$tmp/usr/share/man/man1/spinscope-watch.1.gz")" \

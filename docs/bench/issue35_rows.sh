@@ -3,6 +3,7 @@
 # one client journal (XDG_STATE_HOME), a change a killed `sweep run` left (SPINSCOPE_FAULT, a
 # kill -9 right after its first SET GLOBAL). Prints, per run, each server's left-changed
 # findings and the journal lines on stderr.
+# BIN must be built with `cargo build --release --features test-seams` (SPINSCOPE_FAULT).
 #   docs/bench/issue35_rows.sh [BIN]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

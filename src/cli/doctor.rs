@@ -109,7 +109,7 @@ pub fn run(a: DoctorArgs) -> Result<i32> {
     }
     let doc = build_doc(&source, &facts);
     if a.json {
-        crate::report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", render(&doc, a.markdown));
     }

@@ -93,6 +93,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         Event::Started { i, name } => shown.started(i, name),
         Event::Done { i, k, line } => shown.done(i, k as u64, line),
         Event::Waiting => shown.waiting(),
+        Event::Note { text } => shown.note(text),
     });
     shown.finish();
     // A server given up with its instruments still on (--enable-instruments): its record
@@ -109,7 +110,7 @@ pub fn run(a: &DoctorArgs) -> Result<i32> {
         );
     }
     if a.json {
-        crate::report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!(
             "{}",

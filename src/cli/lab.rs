@@ -197,7 +197,7 @@ pub fn run(a: LabArgs) -> Result<i32> {
         eprintln!("spinscope lab: charts written to {}", out.dir().display());
     }
     if a.json {
-        report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", report::lab::text(&doc));
     }

@@ -98,6 +98,13 @@ pub enum Command {
 }
 
 /// Run a parsed command line; returns the process exit code.
+/// Print a JSON document to stdout (pretty, newline-terminated): `--json` of every command.
+pub fn print_json<T: serde::Serialize>(doc: &T) -> Result<()> {
+    let s = crate::files::to_json(doc)?;
+    println!("{s}");
+    Ok(())
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Probe(a) => probe::run(a),

@@ -100,7 +100,7 @@ pub fn run(a: ProbeArgs) -> Result<i32> {
         report::save_json(&doc, path)?;
     }
     if a.json {
-        report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", report::probe::render(&doc));
         if let Some(path) = &a.save {

@@ -10,7 +10,6 @@ use clap::Args;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::files;
 use crate::profile::{self, collect};
-use crate::report;
 
 /// Arguments of `spinscope profile`.
 #[derive(Debug, Args)]
@@ -178,7 +177,7 @@ pub fn run(a: ProfileArgs) -> Result<i32> {
         write_out("--pprof", p, out, &bytes)?;
     }
     if a.json {
-        report::print_json(&an.doc)?;
+        crate::cli::print_json(&an.doc)?;
     } else {
         print!("{}", profile::render::text(&an.doc));
     }
@@ -280,7 +279,7 @@ fn run_diff(a: &ProfileArgs) -> Result<i32> {
     }
     d.truncate(profile::run::shown(a.top));
     if a.json {
-        report::print_json(&d)?;
+        crate::cli::print_json(&d)?;
     } else {
         print!("{}", profile::render::diff_text(&d));
     }

@@ -9,7 +9,6 @@ use super::profile::ProfileArgs;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::files;
 use crate::profile::waits::{self, record};
-use crate::report;
 
 /// Run `profile --waits`.
 pub fn run(a: &ProfileArgs) -> Result<i32> {
@@ -67,7 +66,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         super::profile::write_out("--pprof", p, out, &bytes)?;
     }
     if a.json {
-        report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", waits::render::text(&doc));
     }

@@ -624,6 +624,14 @@ impl Servers {
         }
     }
 
+    /// A server's note (`spinscope: TEXT`), above the bar on a terminal.
+    pub fn note(&self, text: &str) {
+        match &self.bar {
+            Some(b) => b.suspend(|| say!("spinscope: {text}")),
+            None => say!("spinscope: {text}"),
+        }
+    }
+
     /// Called while waiting: elsewhere than on a terminal, a server running past its expected
     /// time gets a line then, and again every [`PLAIN_EVERY_S`] seconds.
     pub fn waiting(&self) {

@@ -283,7 +283,7 @@ pub fn run(a: SpinArgs) -> Result<i32> {
     );
     report.notes.extend(notes);
     if a.json {
-        crate::report::print_json(&report)?;
+        crate::cli::print_json(&report)?;
     } else {
         print!("{}", crate::report::spin::render(&report));
     }

@@ -186,7 +186,8 @@ pub fn run(args: SweepArgs) -> Result<i32> {
         SweepCommand::Cleanup(a) => {
             schema::check_schema_name(&a.schema)?;
             let c = connector(&server_conn::resolve(&a.conn)?, None);
-            schema::cleanup(&c, &a.schema, a.force)?;
+            let mut shown = crate::cli::progress::Stderr::default();
+            schema::cleanup(&c, &a.schema, a.force, &mut shown)?;
             Ok(EXIT_OK)
         }
         SweepCommand::Run(a) => run_sweep(*a),
@@ -291,7 +292,7 @@ fn write_outputs(
         crate::files::write_atomic(p, sweep_html::html(doc).as_bytes(), "--html", true)?;
     }
     if a.json {
-        crate::report::print_json(doc)?;
+        crate::cli::print_json(doc)?;
     } else if let Some(shown) = shown {
         print!("{}", doc_mod::render(shown));
     }

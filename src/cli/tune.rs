@@ -157,7 +157,7 @@ pub fn run(a: TuneArgs) -> Result<i32> {
         )?;
     }
     if a.json {
-        crate::report::print_json(&doc)?;
+        crate::cli::print_json(&doc)?;
     } else {
         print!("{}", render(&doc));
     }

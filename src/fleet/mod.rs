@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::doctor::{build_doc, Facts};
-use crate::server::collect::{collect, CollectOpts};
+use crate::server::collect::{collect_metered, CollectOpts};
 use crate::server::conn::Target;
 
 // The document (`spinscope.doctor-fleet/1`) is plain types in `fleet::doc` (serde only).
@@ -51,6 +51,14 @@ pub enum Event<'a> {
     Done { i: usize, k: usize, line: &'a str },
     /// Nothing finished for a moment (a few times a second while servers run).
     Waiting,
+    /// A member's collection has something to say (the CLI's `spinscope: TEXT` line).
+    Note { text: &'a str },
+}
+
+/// What a member's thread sends back: a note while it runs, its row at the end.
+enum Msg {
+    Note(String),
+    Row(usize, Box<Row>),
 }
 
 /// How long one member may take before it is given up: the window, the connect timeout (the
@@ -76,7 +84,7 @@ pub fn diagnose_with(
 ) -> FleetDoc {
     let n = members.len();
     let workers = parallel.clamp(1, n.max(1));
-    let (tx, rx) = mpsc::channel::<(usize, Row)>();
+    let (tx, rx) = mpsc::channel::<Msg>();
     // The members' threads see the stop through their own flag (they may outlive this call).
     let halt = Arc::new(AtomicBool::new(false));
     let mut rows: Vec<Option<Row>> = vec![None; n];
@@ -119,7 +127,8 @@ pub fn diagnose_with(
             let spawned = std::thread::Builder::new()
                 .name(format!("fleet-{i}"))
                 .spawn(move || {
-                    let _ = tx2.send((i, diagnose_one(&m2, &o2, &halt2)));
+                    let row = diagnose_one(&m2, &o2, &halt2, &tx2);
+                    let _ = tx2.send(Msg::Row(i, Box::new(row)));
                 });
             match spawned {
                 Ok(_) => running.push((i, Instant::now())),
@@ -130,7 +139,9 @@ pub fn diagnose_with(
             continue;
         }
         match rx.recv_timeout(Duration::from_millis(250)) {
-            Ok((i, row)) => {
+            Ok(Msg::Note(text)) => on(Event::Note { text: &text }),
+            Ok(Msg::Row(i, row)) => {
+                let row = *row;
                 // A row that arrives after its member was given up is dropped.
                 if let Some(p) = running.iter().position(|r| r.0 == i) {
                     running.remove(p);
@@ -185,10 +196,13 @@ fn row_err(m: &Member, e: String) -> Row {
     }
 }
 
-fn diagnose_one(m: &Member, o: &CollectOpts, stop: &AtomicBool) -> Row {
+fn diagnose_one(m: &Member, o: &CollectOpts, stop: &AtomicBool, tx: &mpsc::Sender<Msg>) -> Row {
     // A local member's host facts are read from this machine; --host-facts, when given,
     // prices the remote ones (as for a single server).
-    match collect(&m.target, o, stop) {
+    let mut notes = crate::meter::Notes(|t: &str| {
+        let _ = tx.send(Msg::Note(t.to_string()));
+    });
+    match collect_metered(&m.target, o, stop, &mut notes) {
         Ok(snap) => {
             let lost = snap.lost_connection;
             let doc = build_doc("live", &Facts::from_snapshot(snap));

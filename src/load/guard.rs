@@ -17,24 +17,40 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
-use mysql::prelude::Queryable;
-use mysql::{Conn, Value};
+use mysql::Value;
 
 use super::spec::{restart_refusal, sql_value, Setting, Variant};
 use super::{describe_error, is_connection_error, Connector};
 use crate::change::{self, Change, Conflict, SetGlobal};
 use crate::error::{Error, Result};
 use crate::journal::{self, Record, ServerId};
+use crate::session::{self, Session};
+
+/// How the guard opens its admin session (again after a KILL or a restart): a real
+/// connection, or a scripted server in tests.
+pub type Opener = std::sync::Arc<dyn Fn() -> Result<Box<dyn Session>> + Send + Sync>;
 
 pub use crate::globals::Changed;
 
+/// What the guard has to say (each a `spinscope: TEXT` line's text), kept until the engine
+/// running it hands them to its observer or meter; shared, so a caller whose meter is busy
+/// while the guard works (tune's race) takes them between measurements.
+pub type Said = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Take what `said` holds, oldest first.
+pub fn take_said(said: &Said) -> Vec<String> {
+    std::mem::take(&mut *said.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 pub struct SettingsGuard {
-    connect: Connector,
+    connect: Opener,
+    /// Notes not yet taken by the engine (see [`Said`]).
+    said: Said,
     /// The server `connect` reaches: its endpoint and connection flags, for journal records
     /// (this guard's own, never another connection's).
     endpoint: String,
     connect_hint: String,
-    conn: Option<Conn>,
+    conn: Option<Box<dyn Session>>,
     changed: Vec<Changed>,
     /// Journal record id of each entry of `changed`.
     records: Vec<Option<Record>>,
@@ -140,8 +156,15 @@ impl SettingsGuard {
     /// A guard for the server `connect` reaches at `endpoint` (`connect_hint`: the flags that
     /// reach it again, for the restore hint).
     pub fn new(connect: Connector, endpoint: &str, connect_hint: &str) -> SettingsGuard {
+        let open: Opener = std::sync::Arc::new(move || connect().map(session::boxed));
+        SettingsGuard::on_sessions(open, endpoint, connect_hint)
+    }
+
+    /// [`new`](Self::new) with the admin sessions `connect` opens.
+    pub fn on_sessions(connect: Opener, endpoint: &str, connect_hint: &str) -> SettingsGuard {
         SettingsGuard {
             connect,
+            said: Said::default(),
             endpoint: endpoint.to_string(),
             connect_hint: connect_hint.to_string(),
             conn: None,
@@ -162,31 +185,47 @@ impl SettingsGuard {
         }
     }
 
+    /// Where the guard's notes wait to be shown (see [`Said`]).
+    pub fn said(&self) -> Said {
+        std::sync::Arc::clone(&self.said)
+    }
+
+    fn say(&self, text: String) {
+        self.said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
+
     /// Keep a copy of every journal record in `schema` (the scratch schema the sweep writes
     /// in anyway), so spinscope on another client host sees what this one changed.
     pub fn mirror_to_schema(&mut self, schema: &str) {
         self.mirror = Some(schema.to_string());
     }
 
-    fn conn(&mut self) -> Result<&mut Conn> {
+    fn conn(&mut self) -> Result<&mut dyn Session> {
         if self.conn.is_none() {
             let mut c = (self.connect)()?;
             // A new admin connection (after a KILL or a reconnect): take our locks again. One
             // that someone else took meanwhile stops the run at its next change.
             for l in &self.locks {
-                let got = change::take_lock(&mut c, l).unwrap_or(false);
+                let got = change::take_lock(&mut *c, l).unwrap_or(false);
                 if !got && self.lost_lock.is_none() {
                     self.lost_lock = Some(l.clone());
                 }
             }
             self.conn = Some(c);
         }
-        Ok(self.conn.as_mut().expect("set above"))
+        Ok(self.conn.as_deref_mut().expect("set above"))
     }
 
     /// Run `f` on the admin connection; when the connection is gone (a server restart, a
     /// KILL), open a new one and try once more.
-    fn with_conn<T>(&mut self, what: &str, f: impl Fn(&mut Conn) -> mysql::Result<T>) -> Result<T> {
+    fn with_conn<T>(
+        &mut self,
+        what: &str,
+        f: impl Fn(&mut dyn Session) -> mysql::Result<T>,
+    ) -> Result<T> {
         let t0 = std::time::Instant::now();
         let r = self.with_conn_inner(what, f);
         if r.is_err() && self.silent.is_none() && t0.elapsed() >= std::time::Duration::from_secs(1)
@@ -205,9 +244,9 @@ impl SettingsGuard {
     /// connection), and every later wait is one attempt.
     fn went_silent(&mut self, why: String) {
         if self.silent.is_none() {
-            eprintln!(
-                "spinscope: the server stopped answering ({why}); the run stops, puts back what the server still answers for, and keeps the results so far"
-            );
+            self.say(format!(
+                "the server stopped answering ({why}); the run stops, puts back what the server still answers for, and keeps the results so far"
+            ));
             self.silent = Some(why);
         }
     }
@@ -215,7 +254,7 @@ impl SettingsGuard {
     fn with_conn_inner<T>(
         &mut self,
         what: &str,
-        f: impl Fn(&mut Conn) -> mysql::Result<T>,
+        f: impl Fn(&mut dyn Session) -> mysql::Result<T>,
     ) -> Result<T> {
         let first = f(self.conn()?);
         let r = match first {
@@ -436,7 +475,7 @@ impl SettingsGuard {
         if (now.started_unix_s - server.started_unix_s).abs() <= journal::RESTART_SLACK_S {
             return false;
         }
-        eprintln!("spinscope: the server restarted during the run: spinscope's changes went with it; their journal records are closed and the run stops");
+        self.say("the server restarted during the run: spinscope's changes went with it; their journal records are closed and the run stops".into());
         for i in 0..self.changed.len() {
             self.close_record(i);
             self.changed[i].note = format!(
@@ -584,7 +623,7 @@ impl SettingsGuard {
         if let Err(e) = self.with_conn("copying the journal record to the server", |c| {
             journal::write_server_copy(c, rec)
         }) {
-            eprintln!("spinscope: note: {e}; the local journal still has the record");
+            self.say(format!("note: {e}; the local journal still has the record"));
         }
     }
 
@@ -623,9 +662,9 @@ impl SettingsGuard {
             }
             let orig = literal_of_text(before);
             let rec = self.journal_change(&server, name, &orig, &literal_of_text(after), cause)?;
-            eprintln!(
-                "spinscope: the server moved {name} from {before} to {after} when {cause} changed; it is restored too"
-            );
+            self.say(format!(
+                "the server moved {name} from {before} to {after} when {cause} changed; it is restored too"
+            ));
             self.changed.push(Changed {
                 variable: name.clone(),
                 original: orig,
@@ -746,11 +785,11 @@ impl SettingsGuard {
                 &original,
             )
         };
-        eprintln!(
-            "spinscope: changing {var} (was {}); it is restored at the end, on error and on a signal (journal: {})",
+        self.say(format!(
+            "changing {var} (was {}); it is restored at the end, on error and on a signal (journal: {})",
             plain(&original),
             journal::dir().map(|d| d.display().to_string()).unwrap_or_default()
-        );
+        ));
         self.changed.push(Changed {
             variable: var.to_string(),
             original,
@@ -795,7 +834,7 @@ impl SettingsGuard {
             // when stdout goes elsewhere (a file, a pipe), so a terminal does not show it twice.
             // A failure is always said at once.
             if always || !(self.changed[i].restored && std::io::stdout().is_terminal()) {
-                eprintln!("spinscope: {}", self.changed[i].note);
+                self.say(self.changed[i].note.clone());
             }
         }
         if self.silent.is_some() {
@@ -805,15 +844,15 @@ impl SettingsGuard {
             self.locks.clear();
             let left = self.changed.iter().filter(|c| !c.restored).count();
             if left > 0 && !self.restarted {
-                eprintln!(
-                    "spinscope: the server does not answer: {left} setting(s) stay changed and their journal records open; `spinscope restore` with the same connection flags puts them back once it answers"
-                );
+                self.say(format!(
+                    "the server does not answer: {left} setting(s) stay changed and their journal records open; `spinscope restore` with the same connection flags puts them back once it answers"
+                ));
             }
             return self.changed.clone();
         }
         self.report_late_moves();
         let locks = std::mem::take(&mut self.locks);
-        if let Some(c) = self.conn.as_mut() {
+        if let Some(c) = self.conn.as_deref_mut() {
             for l in &locks {
                 let _ = c.exec_drop("DO RELEASE_LOCK(?)", (l,));
             }
@@ -887,7 +926,7 @@ impl SettingsGuard {
         if let Some(rec) = self.records.get_mut(i).and_then(Option::take) {
             // The server's copy first: a kill between the two leaves the local record, which
             // `restore` closes as already back, never a copy that warns other hosts wrongly.
-            if let Some(c) = self.conn.as_mut() {
+            if let Some(c) = self.conn.as_deref_mut() {
                 journal::delete_server_copy(c, &rec);
             }
             journal::close(&rec.id);
@@ -907,9 +946,9 @@ impl SettingsGuard {
         let Ok(now) = self.globals() else { return };
         for (name, before) in &base {
             match now.get(name) {
-                Some(after) if after != before && !volatile(name) => eprintln!(
-                    "spinscope: note: {name} is {after} now, {before} before the sweep; spinscope did not set it (someone else may have), so it is left as is"
-                ),
+                Some(after) if after != before && !volatile(name) => self.say(format!(
+                    "note: {name} is {after} now, {before} before the sweep; spinscope did not set it (someone else may have), so it is left as is"
+                )),
                 _ => {}
             }
         }
@@ -960,15 +999,15 @@ impl SettingsGuard {
                 }
             };
             if self.records[i].is_none() {
-                if let Some(c) = self.conn.as_mut() {
+                if let Some(c) = self.conn.as_deref_mut() {
                     journal::delete_server_copy(c, &rec);
                 }
             }
-            eprintln!("spinscope: {note}");
+            self.say(note.clone());
             self.changed[i].note = note;
         }
         let locks = std::mem::take(&mut self.locks);
-        if let Some(c) = self.conn.as_mut() {
+        if let Some(c) = self.conn.as_deref_mut() {
             for l in &locks {
                 let _ = c.exec_drop("DO RELEASE_LOCK(?)", (l,));
             }
@@ -982,8 +1021,14 @@ impl SettingsGuard {
 }
 
 impl Drop for SettingsGuard {
+    // An engine takes the notes as it goes and after its own restore; a guard dropped on an
+    // error path before that (a refused variable, a lock taken) has nobody to hand its last
+    // notes to, and what was restored must still be said: printed here.
     fn drop(&mut self) {
         self.restore_saying(true);
+        for t in take_said(&self.said) {
+            eprintln!("spinscope: {t}");
+        }
     }
 }
 

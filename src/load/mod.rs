@@ -7,6 +7,8 @@
 
 pub mod driver;
 pub mod guard;
+#[cfg(test)]
+mod guard_tests;
 pub mod schema;
 pub mod spec;
 pub mod sql_guard;

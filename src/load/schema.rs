@@ -463,7 +463,12 @@ fn load_table(
 /// Drop spinscope's tables, and the schema when nothing else is left in it. A schema without
 /// the marker is refused unless `force`, and even then only when it holds nothing but tables
 /// named like spinscope's. System schemas are refused always.
-pub fn cleanup(connect: &Connector, schema: &str, force: bool) -> Result<bool> {
+pub fn cleanup(
+    connect: &Connector,
+    schema: &str,
+    force: bool,
+    shown: &mut dyn crate::meter::Meter,
+) -> Result<bool> {
     check_schema_name(schema)?;
     let mut conn = connect()?;
     let st = inspect(&mut conn, schema)?;
@@ -471,7 +476,9 @@ pub fn cleanup(connect: &Connector, schema: &str, force: bool) -> Result<bool> {
         return Err(system_refusal(schema));
     }
     if !st.exists {
-        eprintln!("spinscope: schema `{schema}` does not exist; nothing to clean up");
+        shown.note(&format!(
+            "schema `{schema}` does not exist; nothing to clean up"
+        ));
         return Ok(false);
     }
     if !st.ours && !force {
@@ -506,10 +513,10 @@ pub fn cleanup(connect: &Connector, schema: &str, force: bool) -> Result<bool> {
         0
     };
     if open_records > 0 {
-        eprintln!(
-            "spinscope: `{schema}` holds {open_records} open change record(s) in {}; kept with the marker. Run `spinscope restore` with the same connection flags, then cleanup again",
+        shown.note(&format!(
+            "`{schema}` holds {open_records} open change record(s) in {}; kept with the marker. Run `spinscope restore` with the same connection flags, then cleanup again",
             crate::journal::SERVER_TABLE
-        );
+        ));
     }
     // Marker last: an interrupted cleanup still knows the schema is ours.
     let mut mine: Vec<&String> = names
@@ -532,17 +539,17 @@ pub fn cleanup(connect: &Connector, schema: &str, force: bool) -> Result<bool> {
         "reading what is left",
     )?;
     if left.unwrap_or(1) > 0 {
-        eprintln!(
-            "spinscope: dropped spinscope's {} table(s) in `{schema}`; kept the schema: it holds other objects ({})",
+        shown.note(&format!(
+            "dropped spinscope's {} table(s) in `{schema}`; kept the schema: it holds other objects ({})",
             mine.len(),
             st.others.join(", ")
-        );
+        ));
         return Ok(false);
     }
     q(
         conn.query_drop(format!("DROP DATABASE `{schema}`")),
         "dropping the schema",
     )?;
-    eprintln!("spinscope: dropped schema `{schema}`");
+    shown.note(&format!("dropped schema `{schema}`"));
     Ok(true)
 }

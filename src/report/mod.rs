@@ -12,10 +12,6 @@ pub mod sweep;
 pub mod sweep_html;
 pub mod timeline;
 
-use serde::Serialize;
-
-use crate::error::Result;
-
 /// The one HTML escaper, for element text and attribute values alike (HTML pages, the SVG
 /// charts' titles and tooltips): `&`, `<`, `>`, `"` and `'` become entities, so document text
 /// can neither open a tag nor close a quoted attribute.
@@ -32,13 +28,6 @@ pub fn esc(s: &str) -> String {
         }
     }
     o
-}
-
-/// Print a JSON document to stdout (pretty, newline-terminated).
-pub fn print_json<T: Serialize>(doc: &T) -> Result<()> {
-    let s = to_json(doc)?;
-    println!("{s}");
-    Ok(())
 }
 
 // JSON saving, the table builder and the number formatters are plain helpers below every

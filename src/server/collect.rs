@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mysql::prelude::Queryable;
-
 use super::conn::{connect_target, Target};
 use super::snapshot::*;
 use crate::error::Result;
 use crate::meter::{Meter, Silent};
+use crate::session::{self, Session};
 
 /// What to collect.
 #[derive(Debug, Clone)]
@@ -46,7 +45,7 @@ struct Ctx {
 impl Ctx {
     fn query<T: mysql::prelude::FromRow>(
         &mut self,
-        conn: &mut mysql::Conn,
+        conn: &mut dyn Session,
         sql: &str,
         what: &str,
         privilege: &str,
@@ -75,7 +74,7 @@ const PFS_WAITS_SQL: &str = "SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT \
      FROM performance_schema.events_waits_summary_global_by_event_name \
      WHERE EVENT_NAME LIKE 'wait/%' AND COUNT_STAR > 0";
 
-fn read_waits(ctx: &mut Ctx, conn: &mut mysql::Conn) -> Vec<WaitRow> {
+fn read_waits(ctx: &mut Ctx, conn: &mut dyn Session) -> Vec<WaitRow> {
     ctx.query::<(String, u64, u64)>(
         conn,
         PFS_WAITS_SQL,
@@ -96,8 +95,10 @@ fn read_waits(ctx: &mut Ctx, conn: &mut mysql::Conn) -> Vec<WaitRow> {
 /// The change is journaled (fsynced) before it is made, and the record closes only after the
 /// state reads back equal (see `crate::journal`); the admin connection is reopened when the
 /// server dropped it (a KILL).
-pub struct InstrumentGuard {
-    conn: Option<mysql::Conn>,
+pub struct InstrumentGuard<'a> {
+    conn: Option<Box<dyn Session>>,
+    /// Opens a new session on the server (after a KILL of ours).
+    open: &'a Opener<'a>,
     target: Target,
     instruments: Vec<(String, String, String)>,
     consumers: Vec<(String, String)>,
@@ -188,20 +189,31 @@ impl crate::change::Change for Instruments<'_> {
     }
 }
 
-fn scalar(c: &mut mysql::Conn, sql: &str) -> mysql::Result<String> {
+fn scalar(c: &mut dyn Session, sql: &str) -> mysql::Result<String> {
     let v: Option<Option<String>> = c.query_first(sql)?;
     Ok(v.flatten().unwrap_or_default())
 }
 
-impl InstrumentGuard {
+/// How a collection opens a session on its server: `connect_target` boxed, or a scripted
+/// server in tests.
+pub type Opener<'a> = dyn Fn() -> Result<Box<dyn Session>> + 'a;
+
+impl<'a> InstrumentGuard<'a> {
     /// Record the current state of wait/synch instruments and the global consumer, journal it,
-    /// then enable them. Refuses (bad input) while another spinscope holds or left the
-    /// instruments changed on this server.
-    pub fn enable(conn: mysql::Conn, target: &Target) -> Result<InstrumentGuard> {
+    /// then enable them, on `conn` (a session of its own, opened by `open`, which reopens it).
+    /// Refuses (bad input) while another spinscope holds or left the instruments changed on
+    /// this server.
+    pub fn enable(
+        conn: Box<dyn Session>,
+        open: &'a Opener<'a>,
+        target: &Target,
+        shown: &mut dyn Meter,
+    ) -> Result<InstrumentGuard<'a>> {
         use crate::change::{self, Conflict};
         use crate::journal;
         let mut g = InstrumentGuard {
             conn: Some(conn),
+            open,
             target: target.clone(),
             instruments: Vec::new(),
             consumers: Vec::new(),
@@ -220,7 +232,7 @@ impl InstrumentGuard {
             }
             None => crate::Error::runtime(format!("enabling instruments: {e}")),
         };
-        let c = g.conn.as_mut().expect("guard connection");
+        let c = g.conn.as_deref_mut().expect("guard connection");
         let server = journal::identify(c, &target.endpoint(), &target.flags_hint()).map_err(err)?;
         let nothing = Instruments {
             instruments: &[],
@@ -298,7 +310,7 @@ impl InstrumentGuard {
         // Durable record first, then the change.
         journal::open(&rec)?;
         g.record = Some(rec);
-        let c = g.conn.as_mut().expect("guard connection");
+        let c = g.conn.as_deref_mut().expect("guard connection");
         let r = change::send_journaled(
             c,
             &[
@@ -311,7 +323,7 @@ impl InstrumentGuard {
         match r {
             Ok(()) => Ok(g),
             Err(e) => {
-                g.restore();
+                g.restore(shown);
                 Err(err(e))
             }
         }
@@ -335,9 +347,9 @@ impl InstrumentGuard {
         for attempt in 0..2 {
             if self.conn.is_none() || attempt > 0 {
                 // The server may have dropped (KILLed) our connection: open a new one.
-                self.conn = connect_target(&self.target).ok();
+                self.conn = (self.open)().ok();
             }
-            let Some(c) = self.conn.as_mut() else {
+            let Some(c) = self.conn.as_deref_mut() else {
                 last = "cannot reconnect".into();
                 continue;
             };
@@ -361,8 +373,9 @@ impl InstrumentGuard {
         Err(last)
     }
 
-    /// Put the recorded state back (once). Prints the statements to run by hand if that fails.
-    pub fn restore(&mut self) -> bool {
+    /// Put the recorded state back (once), saying how it went as a note to `shown` (with the
+    /// statements to run by hand when it failed).
+    pub fn restore(&mut self, shown: &mut dyn Meter) -> bool {
         if self.attempted {
             return self.restored;
         }
@@ -378,28 +391,30 @@ impl InstrumentGuard {
                 if let Some(r) = self.record.take() {
                     crate::journal::close(&r.id);
                 }
-                eprintln!(
-                    "spinscope: restored {} performance_schema setting(s) (read back)",
+                shown.note(&format!(
+                    "restored {} performance_schema setting(s) (read back)",
                     self.changed()
-                );
+                ));
                 self.restored = true;
             }
             Err(why) => {
-                eprintln!(
-                    "spinscope: could not restore {} performance_schema setting(s) ({why}); run `spinscope restore {}`, or:\n{}",
+                shown.note(&format!(
+                    "could not restore {} performance_schema setting(s) ({why}); run `spinscope restore {}`, or:\n{}",
                     self.changed(),
                     self.target.flags_hint(),
                     stmts.iter().map(|s| format!("{s};")).collect::<Vec<_>>().join("\n")
-                );
+                ));
             }
         }
         self.restored
     }
 }
 
-impl Drop for InstrumentGuard {
+impl Drop for InstrumentGuard<'_> {
+    // Only a panic between `enable` and the collection's own `restore` gets here: the
+    // instruments are still put back, nobody is left to show the note to.
     fn drop(&mut self) {
-        self.restore();
+        self.restore(&mut Silent);
     }
 }
 
@@ -459,7 +474,7 @@ impl BurstPlan {
 
 /// The OS thread id of the server thread serving this session (MariaDB 10.5+:
 /// `information_schema.PROCESSLIST.TID`; MySQL 8: `performance_schema.threads.THREAD_OS_ID`).
-fn session_tid(conn: &mut mysql::Conn) -> Option<u32> {
+fn session_tid(conn: &mut dyn Session) -> Option<u32> {
     for sql in [
         "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
         "SELECT THREAD_OS_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()",
@@ -474,7 +489,7 @@ fn session_tid(conn: &mut mysql::Conn) -> Option<u32> {
 /// Sample at `hz` on one persistent connection for `window_s` (SQL counters only). See
 /// [`burst_sample_plan`].
 pub fn burst_sample(
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     hz: f64,
     window_s: f64,
     stop: &AtomicBool,
@@ -488,7 +503,7 @@ pub fn burst_sample(
 /// `plan.hz`. The sampler's own session is removed from Threads_running and its own statements
 /// from Questions. Stops early (keeping what it has) on `stop` or a failed query.
 pub fn burst_sample_plan(
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     plan: &BurstPlan,
     window_s: f64,
     stop: &AtomicBool,
@@ -513,7 +528,7 @@ pub struct BurstSampler {
 
 impl BurstSampler {
     /// Open the /proc series when `plan` asks for it (a note when it cannot).
-    pub fn new(conn: &mut mysql::Conn, plan: &BurstPlan, notes: &mut Vec<String>) -> BurstSampler {
+    pub fn new(conn: &mut dyn Session, plan: &BurstPlan, notes: &mut Vec<String>) -> BurstSampler {
         let mut procs = plan
             .proc_pid
             .and_then(super::proc_threads::ProcThreads::open);
@@ -576,7 +591,7 @@ impl BurstSampler {
     /// start, `questions` from the sampler's first read.
     pub fn sample(
         &mut self,
-        conn: &mut mysql::Conn,
+        conn: &mut dyn Session,
         window_s: f64,
         stop: &AtomicBool,
         notes: &mut Vec<String>,
@@ -764,7 +779,19 @@ pub fn collect_metered(
     stop: &AtomicBool,
     shown: &mut dyn Meter,
 ) -> Result<Snapshot> {
-    let (mut live, version, version_comment) = Live::open(t, o)?;
+    collect_on(t, &|| connect_target(t).map(session::boxed), o, stop, shown)
+}
+
+/// [`collect_metered`] on the sessions `open` opens (each a session on the server `t` names):
+/// the first is the collection's own, others the instruments' and a reconnect's.
+pub fn collect_on(
+    t: &Target,
+    open: &Opener<'_>,
+    o: &CollectOpts,
+    stop: &AtomicBool,
+    shown: &mut dyn Meter,
+) -> Result<Snapshot> {
+    let (mut live, version, version_comment) = Live::open(t, open, o, shown)?;
     let variables = pairs(
         live.query(
             "SHOW GLOBAL VARIABLES",
@@ -774,14 +801,14 @@ pub fn collect_metered(
         .unwrap_or_default(),
     );
     let innodb_status = live.innodb_status();
-    let var_origins = super::var_origin::scrape(&mut live.conn, &version, &mut live.ctx.refused);
+    let var_origins = super::var_origin::scrape(&mut *live.conn, &version, &mut live.ctx.refused);
     let local = t.is_local();
     let mut host = if local {
-        Some(local_host(o, &variables))
+        Some(local_host(o, &variables, shown))
     } else {
         o.host_facts.clone()
     };
-    let (mut pfs, mut guard) = live.pfs_before(&variables)?;
+    let (mut pfs, mut guard) = live.pfs_before(&variables, shown)?;
     let status_before = live.status();
     let pid = host.as_ref().and_then(|h| h.server_pid);
     if local {
@@ -789,14 +816,14 @@ pub fn collect_metered(
     }
     let t0 = Instant::now();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
-        p.before = read_waits(&mut live.ctx, &mut live.conn);
+        p.before = read_waits(&mut live.ctx, &mut *live.conn);
     }
     let plan = burst_plan(o, pid.filter(|_| local));
     let sampled = live.window(&variables, &plan, stop, shown);
     let window_s = t0.elapsed().as_secs_f64();
     if let Some(p) = pfs.as_mut().filter(|p| p.enabled) {
         if o.window_s > 0.0 {
-            p.after = read_waits(&mut live.ctx, &mut live.conn);
+            p.after = read_waits(&mut live.ctx, &mut *live.conn);
             p.window_s = window_s;
         }
     }
@@ -809,7 +836,7 @@ pub fn collect_metered(
         counters_after(host.as_mut(), pid);
     }
     if let Some(mut g) = guard.take() {
-        let ok = g.restore();
+        let ok = g.restore(shown);
         if let Some(p) = pfs.as_mut() {
             p.restored = ok;
         }
@@ -847,7 +874,8 @@ pub fn collect_metered(
 struct Live<'a> {
     t: &'a Target,
     o: &'a CollectOpts,
-    conn: mysql::Conn,
+    open: &'a Opener<'a>,
+    conn: Box<dyn Session>,
     ctx: Ctx,
     /// This server's change journal, read on `conn` when it opened.
     journal: Option<crate::journal::Checked>,
@@ -863,18 +891,26 @@ struct Sampled {
 
 impl<'a> Live<'a> {
     /// Connect and read the version: the two steps whose failure fails the collection.
-    fn open(t: &'a Target, o: &'a CollectOpts) -> Result<(Live<'a>, String, Option<String>)> {
-        let mut conn = connect_target(t)?;
-        let journal = super::conn::check_journal(&mut conn, t);
+    fn open(
+        t: &'a Target,
+        open: &'a Opener<'a>,
+        o: &'a CollectOpts,
+        shown: &mut dyn Meter,
+    ) -> Result<(Live<'a>, String, Option<String>)> {
+        let mut conn = open()?;
+        let journal = super::conn::check_journal(&mut *conn, t);
         if let Some(j) = journal.as_ref().filter(|_| !o.quiet_journal) {
-            j.warn();
+            for w in crate::journal::warnings(&j.findings) {
+                shown.note(&w);
+            }
         }
-        let (version, version_comment) = super::live_settings::version_on(&mut conn)
+        let (version, version_comment) = super::live_settings::version_on(&mut *conn)
             .map_err(|e| super::conn::explain(t, &e))?
             .unwrap_or_default();
         let live = Live {
             t,
             o,
+            open,
             conn,
             ctx: Ctx::default(),
             journal,
@@ -888,7 +924,7 @@ impl<'a> Live<'a> {
         what: &str,
         privilege: &str,
     ) -> Option<Vec<T>> {
-        self.ctx.query(&mut self.conn, sql, what, privilege)
+        self.ctx.query(&mut *self.conn, sql, what, privilege)
     }
 
     fn innodb_status(&mut self) -> Option<String> {
@@ -914,14 +950,15 @@ impl<'a> Live<'a> {
     fn pfs_before(
         &mut self,
         variables: &BTreeMap<String, String>,
-    ) -> Result<(Option<PfsRecord>, Option<InstrumentGuard>)> {
+        shown: &mut dyn Meter,
+    ) -> Result<(Option<PfsRecord>, Option<InstrumentGuard<'a>>)> {
         let pfs_on = variables
             .get("performance_schema")
             .is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
         if pfs_on {
-            self.pfs_on().map(|(p, g)| (Some(p), g))
+            self.pfs_on(shown).map(|(p, g)| (Some(p), g))
         } else if variables.contains_key("performance_schema") {
-            Ok((Some(self.pfs_off()), None))
+            Ok((Some(self.pfs_off(shown)), None))
         } else {
             Ok((None, None))
         }
@@ -929,8 +966,11 @@ impl<'a> Live<'a> {
 
     /// performance_schema is on: count the wait/synch instruments on and timed, and turn
     /// them on for the window when asked.
-    fn pfs_on(&mut self) -> Result<(PfsRecord, Option<InstrumentGuard>)> {
-        let (t, o) = (self.t, self.o);
+    fn pfs_on(
+        &mut self,
+        shown: &mut dyn Meter,
+    ) -> Result<(PfsRecord, Option<InstrumentGuard<'a>>)> {
+        let (t, o, open) = (self.t, self.o, self.open);
         let state: Vec<(String, String)> = self
             .query(
                 "SELECT ENABLED, TIMED FROM performance_schema.setup_instruments WHERE NAME LIKE 'wait/synch/%'",
@@ -946,7 +986,7 @@ impl<'a> Live<'a> {
         let mut note = None;
         let mut guard = None;
         if o.enable_instruments && o.window_s > 0.0 {
-            match connect_target(t).and_then(|c| InstrumentGuard::enable(c, t)) {
+            match open().and_then(|c| InstrumentGuard::enable(c, open, t, shown)) {
                 Err(e @ crate::Error::BadInput(_)) => return Err(e),
                 Ok(g) => {
                     note = Some(format!(
@@ -980,13 +1020,13 @@ impl<'a> Live<'a> {
 
     /// performance_schema is off: it can only be turned on at server start, so say so
     /// instead of nothing when `--enable-instruments` asked for it.
-    fn pfs_off(&self) -> PfsRecord {
+    fn pfs_off(&self, shown: &mut dyn Meter) -> PfsRecord {
         let o = self.o;
         let note = (o.enable_instruments && o.window_s > 0.0).then(|| {
             let n = "--enable-instruments did nothing: performance_schema is OFF on this server \
                      and can only be turned on at start; add performance_schema=ON under [mysqld] \
                      and restart the server, then rerun";
-            eprintln!("spinscope: {n}");
+            shown.note(n);
             n.to_string()
         });
         PfsRecord {
@@ -1014,7 +1054,7 @@ impl<'a> Live<'a> {
     ) -> Sampled {
         let (t, o) = (self.t, self.o);
         let mut rt = (o.rt && o.window_s > 0.0)
-            .then(|| super::rt_window::start(t, variables, &mut self.conn, o.window_s));
+            .then(|| super::rt_window::start(t, variables, &mut *self.conn, o.window_s));
         if o.window_s > 0.0 {
             shown.period(
                 "doctor",
@@ -1027,7 +1067,7 @@ impl<'a> Live<'a> {
             r.window_starts();
         }
         let burst = (o.window_s > 0.0).then(|| {
-            burst_sample_plan(&mut self.conn, plan, o.window_s, stop, &mut self.ctx.notes)
+            burst_sample_plan(&mut *self.conn, plan, o.window_s, stop, &mut self.ctx.notes)
         });
         let rt = rt.map(super::rt_window::RtWindow::finish);
         shown.finish();
@@ -1057,7 +1097,7 @@ impl<'a> Live<'a> {
     /// Our connection is gone; if a new one opens, the server is there: it dropped (KILLed)
     /// the sampler's session, so go on with the new one. False when none opens.
     fn reconnect(&mut self) -> bool {
-        let Ok(c) = connect_target(self.t) else {
+        let Ok(c) = (self.open)() else {
             return false;
         };
         self.conn = c;
@@ -1078,7 +1118,11 @@ fn journal_notes(entries: &[crate::journal::Entry], now_unix_s: i64) -> Vec<Stri
 
 /// This host's facts for a local server: measured, or the probe figures from `--host-facts`
 /// (the spin hint's cost), with the server's process found from its pid file.
-fn local_host(o: &CollectOpts, variables: &BTreeMap<String, String>) -> HostFacts {
+fn local_host(
+    o: &CollectOpts,
+    variables: &BTreeMap<String, String>,
+    shown: &mut dyn Meter,
+) -> HostFacts {
     // A probe file given with --host-facts replaces the live measurement.
     let mut h = if o
         .host_facts
@@ -1087,7 +1131,7 @@ fn local_host(o: &CollectOpts, variables: &BTreeMap<String, String>) -> HostFact
     {
         super::host::local_static()
     } else {
-        super::host::local_with_probe()
+        super::host::local_with_probe(shown)
     };
     if let Some(pf) = variables.get("pid_file") {
         if let Some((pid, comm)) = super::host::server_pid(pf) {

@@ -875,9 +875,22 @@ pub fn connect_target_with(
     Ok(c)
 }
 
+/// How a command opens a session on a server it names (watch's threads, each server its
+/// own): [`real_sessions`], or a scripted server in tests.
+pub type Connect =
+    std::sync::Arc<dyn Fn(&Target) -> Result<Box<dyn crate::session::Session>> + Send + Sync>;
+
+/// Sessions on real servers ([`connect_target`]).
+pub fn real_sessions() -> Connect {
+    std::sync::Arc::new(|t| connect_target(t).map(crate::session::boxed))
+}
+
 /// What the change journal says about the server behind `c` (reached through `t`); None
 /// when the server cannot say who it is.
-pub fn check_journal(c: &mut mysql::Conn, t: &Target) -> Option<crate::journal::Checked> {
+pub fn check_journal(
+    c: &mut dyn crate::session::Session,
+    t: &Target,
+) -> Option<crate::journal::Checked> {
     crate::journal::check(c, &t.endpoint(), &t.flags_hint())
 }
 

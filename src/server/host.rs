@@ -98,14 +98,14 @@ pub fn from_probe(r: &crate::cpu::ProbeReport, source: &str) -> HostFacts {
 }
 
 /// Static facts of this machine plus its spin hint's figure (this host's saved probe, else a
-/// quick probe of about 0.5 s, see `cpu::saved`); without it (and saying why on stderr) when
-/// there is neither.
-pub fn local_with_probe() -> HostFacts {
+/// quick probe of about 0.5 s, see `cpu::saved`); without it (and saying why as a note to
+/// `shown`) when there is neither.
+pub fn local_with_probe(shown: &mut dyn crate::meter::Meter) -> HostFacts {
     let mut h = local_static();
     match crate::cpu::saved::this_host() {
         Ok(fig) => {
             if let Some(n) = &fig.note {
-                eprintln!("spinscope: {n}");
+                shown.note(n);
             }
             let source = if fig.saved_age_s.is_some() {
                 "local (saved probe)"
@@ -119,7 +119,9 @@ pub fn local_with_probe() -> HostFacts {
             h.cpu_ghz = p.cpu_ghz;
             h.ns_per_hint_noise_pct = p.ns_per_hint_noise_pct;
         }
-        Err(e) => eprintln!("spinscope: spin hint not measured ({e}); using the reference table"),
+        Err(e) => shown.note(&format!(
+            "spin hint not measured ({e}); using the reference table"
+        )),
     }
     h
 }

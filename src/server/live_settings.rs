@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use mysql::prelude::Queryable;
+use crate::session::Session;
 
 use super::conn::{connect_checked, Target};
 use crate::error::{Error, Result};
@@ -47,7 +47,7 @@ pub struct ReadFailed {
 
 /// The one reader of a server's version and spin settings (`spin --from-server`, tune, sweep),
 /// with plain SELECTs any user may run.
-pub fn read_on(c: &mut impl Queryable) -> std::result::Result<SpinVariables, ReadFailed> {
+pub fn read_on(c: &mut dyn Session) -> std::result::Result<SpinVariables, ReadFailed> {
     let row = version_on(c).map_err(|error| ReadFailed {
         statement: "SELECT VERSION()",
         error,
@@ -71,7 +71,7 @@ pub fn read_on(c: &mut impl Queryable) -> std::result::Result<SpinVariables, Rea
 }
 
 /// `VERSION()` and `@@version_comment` (doctor's collection reads the variables itself).
-pub fn version_on(c: &mut impl Queryable) -> mysql::Result<Option<(String, Option<String>)>> {
+pub fn version_on(c: &mut dyn Session) -> mysql::Result<Option<(String, Option<String>)>> {
     c.query_first(VERSION_SQL)
 }
 

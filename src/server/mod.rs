@@ -13,6 +13,8 @@ pub mod proc_threads;
 pub mod refusal;
 pub mod rt_follow;
 pub mod rt_window;
+#[cfg(test)]
+mod session_tests;
 pub mod snapshot;
 pub mod taskstats;
 pub mod var_origin;

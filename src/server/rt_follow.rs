@@ -5,6 +5,8 @@
 
 use mysql::prelude::Queryable;
 
+use crate::session::Session;
+
 use super::conn::{connect_target, Target};
 use crate::error::{Error, Result};
 use crate::rt::follow::{self, Followed};
@@ -15,7 +17,7 @@ pub const SOCKET_CLIENTS_SQL: &str = "SELECT COUNT(*) FROM information_schema.PR
      WHERE HOST = 'localhost' AND ID <> CONNECTION_ID() AND COMMAND NOT IN ('Daemon', 'Binlog Dump')";
 
 /// How many clients use the Unix socket now (None when the process list cannot be read).
-pub fn socket_clients(conn: &mut mysql::Conn) -> Option<u64> {
+pub fn socket_clients(conn: &mut dyn Session) -> Option<u64> {
     conn.query_first::<u64, _>(SOCKET_CLIENTS_SQL)
         .ok()
         .flatten()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mysql::prelude::Queryable;
+use crate::session::Session;
 
 use super::conn::Target;
 use super::snapshot::RtRecord;
@@ -30,7 +30,7 @@ pub fn interval_ns(window_s: f64) -> u64 {
 
 /// The TCP port of a session's client side, from `information_schema.PROCESSLIST.HOST`
 /// (`127.0.0.1:43210`; `localhost` for a Unix socket: None).
-pub fn own_client_port(conn: &mut mysql::Conn) -> Option<u16> {
+pub fn own_client_port(conn: &mut dyn Session) -> Option<u16> {
     let host: String = conn
         .query_first("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
         .ok()
@@ -76,7 +76,7 @@ fn unavailable(why: String) -> RtWindow {
 pub fn start(
     t: &Target,
     variables: &BTreeMap<String, String>,
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     window_s: f64,
 ) -> RtWindow {
     if !t.is_local() {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use mysql::prelude::Queryable;
+use crate::session::Session;
 
 use super::snapshot::{OriginKind, Refusal, VarOrigin};
 
@@ -69,7 +69,7 @@ pub fn from_rows(
 /// Read the origins on `conn` for a server of `version` (the `VERSION()` text). A missing
 /// table or column gives an empty map; a privilege error is pushed to `refused`.
 pub fn scrape(
-    conn: &mut mysql::Conn,
+    conn: &mut dyn Session,
     version: &str,
     refused: &mut Vec<Refusal>,
 ) -> BTreeMap<String, VarOrigin> {

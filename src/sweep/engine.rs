@@ -118,6 +118,9 @@ pub fn run(plan: &SweepPlan, conns: &Connectors, observer: &mut dyn Observer) ->
     let outcome = ladder_loop(plan, &client, &mut bench, &stop, &mut doc, observer);
     // Restore before anything else can fail.
     doc.settings_changed = guard.restore();
+    for t in crate::load::guard::take_said(&guard.said()) {
+        observer.note(&t);
+    }
     let mut error = None;
     if let Err(e) = outcome {
         doc.stopped_because = Some(e.to_string());

@@ -29,7 +29,7 @@ use crate::server::conn::{self as server_conn, Target, TlsCheck, TlsUse};
 
 pub use doc::{StepDoc, SweepDoc};
 pub use engine::{run, SweepRun};
-pub use observe::{Observer, Point, Quiet};
+pub use observe::{Keep, Observer, Point, Quiet, ToMeter};
 pub use plan::{secs, Outputs, SweepPlan};
 pub use step::{measure_step, Bench, StepSpec};
 

@@ -41,6 +41,28 @@ pub trait Observer {
     fn note(&mut self, _text: &str) {}
 }
 
+/// Keeps the notes for whoever shows them later (tune's race: its meter draws the race's
+/// progress while a step runs), in a queue shared with that caller.
+pub struct Keep(pub crate::load::guard::Said);
+
+impl Observer for Keep {
+    fn note(&mut self, text: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text.to_string());
+    }
+}
+
+/// The notes to a [`crate::meter::Meter`] (tune's quick ladder), everything else dropped.
+pub struct ToMeter<'a>(pub &'a mut dyn crate::meter::Meter);
+
+impl Observer for ToMeter<'_> {
+    fn note(&mut self, text: &str) {
+        self.0.note(text);
+    }
+}
+
 /// Reports nothing.
 pub struct Quiet;
 impl Observer for Quiet {}

@@ -46,19 +46,31 @@ pub struct StepSpec<'a> {
 /// step, check what happened around it. The outcome is returned beside the document for callers
 /// that need the raw histogram. Errors: a setting could not be changed or read, or the driver
 /// could not start (runtime).
+/// The settings guard's notes so far, to `observer` (as the `spinscope: ...` lines the guard
+/// printed itself before).
+fn say_guard(bench: &Bench, observer: &mut dyn Observer) {
+    for t in crate::load::guard::take_said(&bench.guard.said()) {
+        observer.note(&t);
+    }
+}
+
 pub fn measure_step(
     bench: &mut Bench,
     spec: &StepSpec,
     observer: &mut dyn Observer,
 ) -> Result<(StepDoc, StepOutcome)> {
-    let applied = bench.guard.apply(spec.variant)?;
+    let applied = bench.guard.apply(spec.variant);
+    say_guard(bench, observer);
+    let applied = applied?;
     for (s, want) in applied.iter().zip(&spec.variant.settings) {
         observer.applied(&spec.variant.name, s, &want.value);
     }
     let cfg = &spec.config;
     // Globals read around the load: what moves is someone else's (spinscope changes nothing
     // during a step); reported, never reverted.
-    let before_step = bench.guard.step_start()?;
+    let before_step = bench.guard.step_start();
+    say_guard(bench, observer);
+    let before_step = before_step?;
     let n = bench.guard.step_no();
     for f in &before_step {
         observer.note(&format!("changed by someone else before step {n}: {f}"));
@@ -84,6 +96,7 @@ pub fn measure_step(
     let t_before = Instant::now();
     let o = run_step(cfg, bench.workload, bench.clients, bench.stop)?;
     let during = bench.guard.step_end();
+    say_guard(bench, observer);
     let mut around = Around::default();
     if bench.guard.silent() {
         // The server stopped answering: no more waits here; the run stops at its next change.

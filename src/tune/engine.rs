@@ -25,7 +25,7 @@ use crate::load::{self, schema, Connector};
 use crate::meter::Meter;
 use crate::server::conn::Target;
 use crate::spin::model::{default_settings, family_for, settings_from_vars, FamilyInfo, Settings};
-use crate::sweep::{connector, measure_step, Bench, Quiet, StepSpec};
+use crate::sweep::{connector, measure_step, Bench, Keep, StepSpec, ToMeter};
 
 /// Measure one candidate once at `threads` for the plan's warm-up and duration; None when a
 /// stop was requested.
@@ -82,6 +82,8 @@ struct ServerMeasure<'a> {
     /// The load client of every step (sweep's default: events, one worker per CPU).
     client: load::Client,
     guard: &'a mut SettingsGuard,
+    /// The guard's notes of each measurement, shown after it (the meter draws the race).
+    said: crate::load::guard::Said,
     probe: ServerProbe,
     stop: Arc<AtomicBool>,
     n: u64,
@@ -130,7 +132,7 @@ impl Measure for ServerMeasure<'_> {
             probe: &mut self.probe,
             stop: &self.stop,
         };
-        let (sd, _) = measure_step(&mut bench, &spec, &mut Quiet)?;
+        let (sd, _) = measure_step(&mut bench, &spec, &mut Keep(Arc::clone(&self.said)))?;
         self.used = Some(sd.client);
         if sd.interrupted {
             return Ok(None);
@@ -228,7 +230,7 @@ fn quick_knee(
             variant: &current,
             repeat: 1,
         };
-        let (sd, _) = measure_step(bench, &spec, &mut Quiet)?;
+        let (sd, _) = measure_step(bench, &spec, &mut ToMeter(&mut *shown))?;
         let (tps, p99) = (sd.tps, sd.latency_us.p99);
         shown.note(&format!(
             "ladder: {threads} threads {tps:.0} tps, p99 {:.1} ms",
@@ -296,6 +298,7 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
         race.cfg.budget_s,
         &format!("at {} threads: {said}", s.threads),
     );
+    let guard_said = s.guard.said();
     let mut m = ServerMeasure {
         plan,
         warmup: Duration::from_secs_f64(rp.step.warmup_s),
@@ -306,6 +309,7 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
         clients: load.clients,
         client: load.client,
         guard: &mut s.guard,
+        said: Arc::clone(&guard_said),
         probe: load.probe,
         stop: Arc::clone(&s.stop),
         n: 0,
@@ -320,12 +324,29 @@ pub fn run(plan: &TunePlan, target: &Target, shown: &mut dyn Meter) -> Result<Tu
             let wall = t.elapsed().as_secs_f64();
             Ok::<_, Error>(s.map(|s| (s, wall)))
         },
-        |r| progress(shown, r, cands),
+        |r| {
+            for t in crate::load::guard::take_said(&guard_said) {
+                shown.note(&t);
+            }
+            progress(shown, r, cands)
+        },
     );
+    for t in crate::load::guard::take_said(&guard_said) {
+        shown.note(&t);
+    }
     shown.finish();
     let client_used = m.used;
     drop(m);
-    Ok(report(plan, s, &race, outcome, client_used, step_s, rp))
+    Ok(report(
+        plan,
+        s,
+        &race,
+        outcome,
+        client_used,
+        step_s,
+        rp,
+        shown,
+    ))
 }
 
 /// Most rounds of one candidate.
@@ -564,7 +585,9 @@ fn load_clients(plan: &TunePlan, target: &Target) -> Result<(Connector, load::Cl
 }
 
 /// After the race: the decision, the winner applied (`--apply`, a proven change, a race run
-/// to its end) or every setting restored, and the document.
+/// to its end) or every setting restored, and the document. (`shown` takes the guard's notes
+/// of the restore: the guard is dropped here with `s`.)
+#[allow(clippy::too_many_arguments)]
 fn report(
     plan: &TunePlan,
     mut s: Setup,
@@ -573,6 +596,7 @@ fn report(
     client_used: Option<load::ClientUsed>,
     step_s: f64,
     rp: Plan,
+    shown: &mut dyn Meter,
 ) -> TuneDoc {
     let (info, current, cands) = (&s.info, &s.current, &s.cands);
     let decision = race.decide();
@@ -585,6 +609,9 @@ fn report(
     } else {
         (false, notes(s.guard.restore()))
     };
+    for t in crate::load::guard::take_said(&s.guard.said()) {
+        shown.note(&t);
+    }
     // A failure mid-race (the server stopped answering, restarted, a lock was lost) still
     // returns what was measured, settings restored, with the reason.
     let stopped_because = outcome.err().map(|e| e.to_string());

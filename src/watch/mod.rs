@@ -15,6 +15,8 @@ pub mod rate;
 pub mod ring;
 pub mod rt_feed;
 pub mod server;
+#[cfg(test)]
+mod server_tests;
 pub mod trigger;
 
 use std::path::PathBuf;
@@ -89,6 +91,8 @@ pub struct Shared {
     pub writers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     pub t0: Instant,
     pub t0_unix_ms: f64,
+    /// Opens a session on a watched server (the real connection; a scripted server in tests).
+    pub connect: crate::server::conn::Connect,
 }
 
 impl Shared {
@@ -194,6 +198,7 @@ pub fn run(plan: WatchPlan, stop: Arc<AtomicBool>) -> Result<Summary> {
         t0,
         t0_unix_ms,
         plan,
+        connect: crate::server::conn::real_sessions(),
     });
     log(&format!(
         "watching {} server(s) at {} Hz, {} s of history, captures into {}; triggers: {}",

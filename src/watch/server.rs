@@ -17,10 +17,11 @@ use super::rate::{Change, Load, RateControl};
 use super::ring::{to_burst_record, Ring, Sample, NO_PROC};
 use super::trigger::{BurstEvent, Evaluator, Fired, Point, Series};
 use super::{log, utc, Shared, Watched};
-use crate::server::collect::{collect, BurstPlan, BurstSampler, CollectOpts};
+use crate::server::collect::{collect_on, BurstPlan, BurstSampler, CollectOpts};
 use crate::server::conn::{connect_target, Target};
 use crate::server::snapshot::{BurstPoint, BurstRecord, ProcPoint};
 use crate::server::snapshot::{HostFacts, Snapshot};
+use crate::session::Session as SqlSession;
 
 /// One sampler round lasts about this long: the trigger latency and the longest a stop waits.
 const ROUND_S: f64 = 0.2;
@@ -54,7 +55,13 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
         rt: false,
         quiet_journal: true,
     };
-    let snap = collect(&w.target, &opts, &never)?;
+    let snap = collect_on(
+        &w.target,
+        &|| (sh.connect)(&w.target),
+        &opts,
+        &never,
+        &mut crate::meter::Notes(say_note),
+    )?;
     // This server's journal, said once per connection under its own name.
     for e in &snap.journal {
         log(&format!(
@@ -96,13 +103,19 @@ fn learn(sh: &Shared, w: &Watched, prev: Option<&Info>) -> crate::Result<Info> {
     })
 }
 
+/// A collection's note (the host's spin figure) as watch always said it: a `spinscope: TEXT`
+/// line without watch's time stamp, as the collector printed it before it took a meter.
+fn say_note(text: &str) {
+    eprintln!("spinscope: {text}");
+}
+
 /// What the sampler needs, read on the sampling connection itself: version, cores, the
 /// server's pid and port. No probe and no INNODB STATUS stand before the first sample; the rest
 /// ([`learn`]: the spin budget, the journal, the probed host) follows on its own thread.
 fn learn_fast(
     sh: &Shared,
     w: &Watched,
-    conn: &mut mysql::Conn,
+    conn: &mut dyn SqlSession,
     prev: Option<&Info>,
 ) -> crate::Result<Info> {
     let rows: Vec<(String, Option<String>)> = conn
@@ -342,6 +355,7 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Result<Pending, (Re
     let (zero, after) = (Instant::now(), Duration::from_secs_f64(plan.after_s));
     let lists =
         std::thread::spawn(move || super::osstat::processlists(&t2, zero, zero + after, &stop2));
+    let connect = Arc::clone(&sh.connect);
     let start = std::thread::spawn(move || {
         let never = AtomicBool::new(false);
         let opts = CollectOpts {
@@ -353,7 +367,14 @@ fn begin(sh: &Shared, w: &Watched, info: &Info, f: Fired) -> Result<Pending, (Re
             rt: false,
             quiet_journal: true,
         };
-        let snapshot = collect(&t, &opts, &never);
+        // A new session: the snapshot carries the journal as it reads now.
+        let snapshot = collect_on(
+            &t,
+            &|| connect(&t),
+            &opts,
+            &never,
+            &mut crate::meter::Notes(say_note),
+        );
         let processlist = processlist(&t);
         let perf = match (local, pid) {
             _ if profile_s <= 0.0 => None,
@@ -806,7 +827,7 @@ fn rt_feed(
     sh: &Shared,
     w: &Watched,
     inf: &Info,
-    conn: &mut mysql::Conn,
+    conn: &mut dyn SqlSession,
     said: &mut bool,
 ) -> Option<super::rt_feed::RtFeed> {
     let why = if !w.target.is_local() {
@@ -860,13 +881,13 @@ fn rt_feed(
 
 /// The journal's open records of the server behind `conn` (this host's and the copies kept on
 /// the server), or None when the server cannot say who it is.
-fn journal_open(conn: &mut mysql::Conn, t: &Target) -> Option<usize> {
+fn journal_open(conn: &mut dyn SqlSession, t: &Target) -> Option<usize> {
     let id = crate::journal::identify(conn, &t.describe(), "").ok()?;
     Some(crate::journal::records_for(conn, &id).len())
 }
 
 /// The server's clock minus watch's, ms (the midpoint of the query's round trip).
-fn server_offset_ms(sh: &Shared, conn: &mut mysql::Conn) -> Option<f64> {
+fn server_offset_ms(sh: &Shared, conn: &mut dyn SqlSession) -> Option<f64> {
     let t0 = sh.now_ms();
     let v: Option<f64> = conn
         .query_first("SELECT UNIX_TIMESTAMP(NOW(6)) * 1000")
@@ -882,7 +903,7 @@ struct Session {
     /// What was learnt about the server when this connection started.
     inf: Info,
     sampler: BurstSampler,
-    conn: mysql::Conn,
+    conn: Box<dyn SqlSession>,
 }
 
 /// One server's sampling state, kept across rounds and reconnections.
@@ -922,7 +943,7 @@ pub fn watch_one(sh: &Arc<Shared>, w: &Watched) {
         let Some(mut conn) = me.connect() else {
             continue;
         };
-        if !me.learn_info(&mut conn) {
+        if !me.learn_info(&mut *conn) {
             continue;
         }
         let Some(mut s) = me.open_session(conn) else {
@@ -1002,9 +1023,9 @@ impl<'a> Watch<'a> {
     }
 
     /// A connection, or None after a failed attempt (each new error said once) and the back-off.
-    fn connect(&mut self) -> Option<mysql::Conn> {
+    fn connect(&mut self) -> Option<Box<dyn SqlSession>> {
         let m = &self.sh.metrics;
-        match connect_target(&self.w.target) {
+        match (self.sh.connect)(&self.w.target) {
             Ok(c) => Some(c),
             Err(e) => {
                 m.up.get_or_create(&self.label).set(0);
@@ -1024,7 +1045,7 @@ impl<'a> Watch<'a> {
     }
 
     /// Learn (again) what the server is; false, after the back-off, while it was never learnt.
-    fn learn_info(&mut self, conn: &mut mysql::Conn) -> bool {
+    fn learn_info(&mut self, conn: &mut dyn SqlSession) -> bool {
         self.learn_slow();
         let sh = self.sh;
         let w = &self.w;
@@ -1097,17 +1118,17 @@ impl<'a> Watch<'a> {
 
     /// The sampler on a fresh connection, the rates reset and the rt feed started; None when
     /// the server is still unknown.
-    fn open_session(&mut self, mut conn: mysql::Conn) -> Option<Session> {
-        let (sampler, sql_target) = self.sampler(&mut conn);
+    fn open_session(&mut self, mut conn: Box<dyn SqlSession>) -> Option<Session> {
+        let (sampler, sql_target) = self.sampler(&mut *conn);
         self.say_running_unread(sampler.has_proc());
         self.say_proc(&sampler, sql_target);
         let inf = self.info.clone()?;
         self.reconnected(&inf);
-        self.server_offset_ms = server_offset_ms(self.sh, &mut conn).unwrap_or(0.0);
+        self.server_offset_ms = server_offset_ms(self.sh, &mut *conn).unwrap_or(0.0);
         self.ledger.session_started();
         let rt = self
             .wants_rt
-            .then(|| rt_feed(self.sh, &self.w, &inf, &mut conn, &mut self.rt_said))
+            .then(|| rt_feed(self.sh, &self.w, &inf, &mut *conn, &mut self.rt_said))
             .flatten();
         Some(Session {
             rt,
@@ -1119,7 +1140,7 @@ impl<'a> Watch<'a> {
 
     /// The burst sampler and its SQL rate: on a local server the running threads from /proc at
     /// --hz, the SQL counters at --sql-hz; else the SQL counters at --hz.
-    fn sampler(&mut self, conn: &mut mysql::Conn) -> (BurstSampler, f64) {
+    fn sampler(&mut self, conn: &mut dyn SqlSession) -> (BurstSampler, f64) {
         let plan = &self.sh.plan;
         let bplan = match self
             .info
@@ -1221,7 +1242,7 @@ impl<'a> Watch<'a> {
         let sh = self.sh;
         let (plan, m) = (&sh.plan, &sh.metrics);
         self.take_probed(&mut s.inf);
-        self.read_journal(&mut s.conn);
+        self.read_journal(&mut *s.conn);
         let server_cpu0 = s
             .inf
             .pid
@@ -1240,7 +1261,7 @@ impl<'a> Watch<'a> {
         // Window ends just after the n-th slot's start, so the round takes n samples and
         // the next round starts on the next slot.
         let rec = s.sampler.sample(
-            &mut s.conn,
+            &mut *s.conn,
             (n as f64 - 1.0) / hz + 1e-6,
             &sh.stop,
             &mut notes,
@@ -1266,7 +1287,7 @@ impl<'a> Watch<'a> {
     }
 
     /// The journal's open records of the server, read again every JOURNAL_EVERY.
-    fn read_journal(&mut self, conn: &mut mysql::Conn) {
+    fn read_journal(&mut self, conn: &mut dyn SqlSession) {
         if self.journal_at.is_none_or(|t| t.elapsed() >= JOURNAL_EVERY) {
             self.journal_at = Some(Instant::now());
             if let Some(n) = journal_open(conn, &self.w.target) {

@@ -87,6 +87,17 @@ pub fn lib_env() -> &'static std::path::Path {
     .path()
 }
 
+/// Whether the binary under test has the test switches (`SPINSCOPE_FAULT`,
+/// `SPINSCOPE_TEST_CLOCK_SHIFT_S`), built only with `--features test-seams`. Without them a
+/// test that needs them fails, naming the command, unless SPINSCOPE_SKIP_MISSING=1 (never
+/// under CI) asks to skip it, as for a missing program.
+pub fn has_seams(test: &str) -> bool {
+    let why = (!cfg!(feature = "test-seams")).then(|| {
+        "the binary was built without the test switches; run `cargo test --release --features test-seams`".to_string()
+    });
+    mariadb::skip_reason(test, why).is_none()
+}
+
 /// spinscope `args` against `db`'s socket as root, no option files, the change journal in
 /// `home` (its XDG_STATE_HOME), and none of the caller's MYSQL_PWD or test switches.
 pub fn server_cmd(

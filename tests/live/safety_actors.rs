@@ -45,6 +45,9 @@ fn prepare(db: &MariaDb) {
 
 #[test]
 fn row1_a_shifted_client_clock_never_closes_a_record() {
+    if !common::has_seams("row1_a_shifted_client_clock_never_closes_a_record") {
+        return;
+    }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
@@ -193,6 +196,11 @@ fn sweep_with(db: &MariaDb, home: &Path, variants: &[&str], duration: &str) -> C
 
 #[test]
 fn row5_a_crash_on_either_side_of_any_statement_is_restorable_without_force() {
+    if !common::has_seams(
+        "row5_a_crash_on_either_side_of_any_statement_is_restorable_without_force",
+    ) {
+        return;
+    }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&[]) else { return };
     prepare(&db);
@@ -251,6 +259,10 @@ fn row5_a_crash_on_either_side_of_any_statement_is_restorable_without_force() {
 
 #[test]
 fn row5_a_clamped_value_cut_before_its_read_back_is_restored_without_force() {
+    if !common::has_seams("row5_a_clamped_value_cut_before_its_read_back_is_restored_without_force")
+    {
+        return;
+    }
     // The server clamps 7000 to its maximum 6000; the process dies right after the statement,
     // before reading back what the server holds. The record names the clamped value too (from
     // the server's published range), so restore knows 6000 as its own.
@@ -275,6 +287,9 @@ fn row5_a_clamped_value_cut_before_its_read_back_is_restored_without_force() {
 
 #[test]
 fn row5_performance_schema_updates_are_journaled_before_each_statement() {
+    if !common::has_seams("row5_performance_schema_updates_are_journaled_before_each_statement") {
+        return;
+    }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(db) = start(&["--performance-schema=ON"]) else {
         return;

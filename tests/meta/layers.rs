@@ -24,6 +24,8 @@ const RANKS: &[(&str, u32)] = &[
     // the progress trait engines call (the CLI's `progress` implements it)
     ("meter", 0),
     ("files", 1),
+    // the seam around a MySQL session (the journal, the change guard and the engines take it)
+    ("session", 1),
     // the MySQL wire protocol (packets, answers, commands), shared by load and rt
     ("proto", 1),
     // pure models and statistics

@@ -24,5 +24,6 @@ mod rt_fixtures;
 mod rt_midhandshake;
 mod spin_props;
 mod sql_guard_props;
+mod test_seams;
 mod watch_http;
 mod wire_codec;
