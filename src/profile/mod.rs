@@ -153,7 +153,9 @@ pub struct ProfileDoc {
 }
 
 /// The InnoDB spin class's share of the weight in consecutive periods of the recording: 1 s
-/// each when the samples span 10 s or more, else a tenth of their span (at least 10 ms).
+/// each when the samples span 5 s or more (a 10 s recording's samples span a little less
+/// than 10 s, and its periods should still be seconds), else a tenth of their span (at least
+/// 10 ms).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SpinOverTime {
     /// Length of each period, in seconds.
@@ -351,7 +353,7 @@ fn spin_over_time(
     }
     let span = hi - lo + 1;
     let per_second = 1_000_000_000 / fold::TIME_BUCKET_NS;
-    let width = if span >= 10 * per_second {
+    let width = if span >= 5 * per_second {
         per_second
     } else {
         span.div_ceil(10).max(1)

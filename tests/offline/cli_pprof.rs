@@ -214,6 +214,44 @@ fn go_pprof_reads_the_same_totals_classes_and_top_functions() {
     }
 }
 
+/// A 10 s recording's samples span a little less than 10 s (the first sample comes a period
+/// after the start, the last before the end): its periods are still whole seconds, not tenths
+/// of the span (0.95 s here), so "by second" means seconds.
+#[test]
+fn a_recording_short_of_ten_seconds_is_read_by_seconds() {
+    let text = std::fs::read_to_string(fixture("synthetic_burst_mariadb1011.perf")).unwrap();
+    // The samples of the first 9.5 s only: blocks whose header time is below 5009.5.
+    let kept: Vec<&str> = text
+        .split("\n\n")
+        .filter(|b| {
+            let head = b.lines().next().unwrap_or("");
+            let t = head
+                .split_whitespace()
+                .find_map(|w| w.strip_suffix(':')?.parse::<f64>().ok());
+            t.is_some_and(|t| t < 5009.5)
+        })
+        .collect();
+    assert!(kept.len() > 100 && kept.len() < text.split("\n\n").count());
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("short.perf");
+    std::fs::write(&script, kept.join("\n\n") + "\n").unwrap();
+    let out = Command::new(common::bin())
+        .args(["profile", "--json", "--perf-script"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &doc["spin_by_time"];
+    assert_eq!(t["period_s"].as_f64(), Some(1.0), "{t}");
+    assert_eq!(t["spin_share"].as_array().map(Vec::len), Some(10), "{t}");
+    assert_eq!(t["peak_period"].as_u64(), Some(2), "{t}");
+}
+
 /// One second of dense spinning in a 10 s script: the whole-recording share is about a tenth
 /// of it, and the second stands out by name in the text and in the JSON.
 #[test]
