@@ -387,13 +387,7 @@ pub fn record_args<T>(
     script_args: &[String],
     consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
 ) -> Result<T> {
-    if comm_of(pid).is_none() {
-        return Err(Error::bad_input(format!("--pid {pid}: no such process")));
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("spinscope-profile-")
-        .tempdir()
-        .map_err(|e| Error::runtime(format!("creating a private temporary directory: {e}")))?;
+    let dir = private_dir(pid)?;
     let errlog = dir.path().join("perf-record.stderr");
     let script_err = dir.path().join("perf-script.stderr");
     let signals = Signals::catch();
@@ -452,17 +446,11 @@ pub fn record_args<T>(
     let stderr = std::fs::read_to_string(&errlog).unwrap_or_default();
     if let Some(s) = signals.caught() {
         script.signal(libc::SIGTERM);
-        return Err(Error::runtime(format!(
-            "profile stopped by {}: perf was stopped and its temporary files removed; nothing \
-             was analysed",
-            signal_name(s)
-        )));
+        return Err(stopped_by(s));
     }
     let status = script.0.take().map(|mut c| c.wait());
     if comm_of(pid).is_none() {
-        return Err(Error::runtime(format!(
-            "process {pid} exited during the profile; profile a running server"
-        )));
+        return Err(exited(pid));
     }
     if let Err(e) = pumped {
         return Err(Error::runtime(format!("reading perf record's output: {e}")));
@@ -502,13 +490,7 @@ pub fn record_to_file_args<T>(
     max_bytes: u64,
     consume: impl FnOnce(&mut dyn BufRead) -> Result<T>,
 ) -> Result<T> {
-    if comm_of(pid).is_none() {
-        return Err(Error::bad_input(format!("--pid {pid}: no such process")));
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("spinscope-profile-")
-        .tempdir()
-        .map_err(|e| Error::runtime(format!("creating a private temporary directory: {e}")))?;
+    let dir = private_dir(pid)?;
     let data = dir.path().join("perf.data");
     let errlog = dir.path().join("perf-record.stderr");
     let script_err = dir.path().join("perf-script.stderr");
@@ -532,16 +514,10 @@ pub fn record_to_file_args<T>(
     let got = Arc::clone(&signals.got);
     let recorded = run_recording(perf, seconds, &got, None);
     if let Some(s) = signals.caught() {
-        return Err(Error::runtime(format!(
-            "profile stopped by {}: perf was stopped and its temporary files removed; nothing \
-             was analysed",
-            signal_name(s)
-        )));
+        return Err(stopped_by(s));
     }
     if comm_of(pid).is_none() {
-        return Err(Error::runtime(format!(
-            "process {pid} exited during the profile; profile a running server"
-        )));
+        return Err(exited(pid));
     }
     let stderr = std::fs::read_to_string(&errlog).unwrap_or_default();
     if recorded != Recorded::Finished {
@@ -574,11 +550,7 @@ pub fn record_to_file_args<T>(
     drop(reader);
     if let Some(s) = signals.caught() {
         script.signal(libc::SIGTERM);
-        return Err(Error::runtime(format!(
-            "profile stopped by {}: perf was stopped and its temporary files removed; nothing \
-             was analysed",
-            signal_name(s)
-        )));
+        return Err(stopped_by(s));
     }
     let status = script.0.take().map(|mut c| c.wait());
     let value = res?;
@@ -590,6 +562,32 @@ pub fn record_to_file_args<T>(
     }
     drop(dir);
     Ok(value)
+}
+
+/// The recording's private temporary directory (perf's data and messages), once `pid` is
+/// known to exist.
+fn private_dir(pid: u32) -> Result<tempfile::TempDir> {
+    if comm_of(pid).is_none() {
+        return Err(Error::bad_input(format!("--pid {pid}: no such process")));
+    }
+    tempfile::Builder::new()
+        .prefix("spinscope-profile-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("creating a private temporary directory: {e}")))
+}
+
+fn stopped_by(sig: i32) -> Error {
+    Error::runtime(format!(
+        "profile stopped by {}: perf was stopped and its temporary files removed; nothing was \
+         analysed",
+        signal_name(sig)
+    ))
+}
+
+fn exited(pid: u32) -> Error {
+    Error::runtime(format!(
+        "process {pid} exited during the profile; profile a running server"
+    ))
 }
 
 /// perf script's niceness while it reads the recording as it is made.
